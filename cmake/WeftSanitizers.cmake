@@ -1,0 +1,16 @@
+# WEFT_SANITIZE applies to every target in the tree, third-party code included, so that
+# ASan/TSan see every access. The runtime tells the sanitizers about fiber switches.
+if(WEFT_SANITIZE)
+  set(_san "-fsanitize=${WEFT_SANITIZE}")
+  add_compile_options(${_san} -fno-omit-frame-pointer -g)
+  add_link_options(${_san})
+  if(WEFT_SANITIZE MATCHES "undefined")
+    add_compile_options(-fno-sanitize-recover=undefined)
+  endif()
+  if(WEFT_SANITIZE MATCHES "address")
+    add_compile_definitions(WEFT_ASAN=1)
+  endif()
+  if(WEFT_SANITIZE MATCHES "thread")
+    add_compile_definitions(WEFT_TSAN=1)
+  endif()
+endif()

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian packages weft's build, tests and benchmarks need.
+# Idempotent: when every package is already installed, apt is not touched at all.
+# Usage: scripts/setup.sh [--with-containers]
+set -euo pipefail
+
+# Build: compiler, CMake, and the libraries weft links.
+BUILD_PKGS=(
+  g++ cmake ninja-build pkg-config make
+  liburing-dev          # io_uring (runtime/)
+  node-llhttp           # llhttp C sources, built as a static library (server/)
+  libspdlog-dev libfmt-dev
+  libtomlplusplus-dev libcli11-dev
+  libgtest-dev libgmock-dev googletest
+  libbenchmark-dev
+  libboost-fiber-dev libboost-context-dev   # runtime benchmarks' peer
+  media-types           # /etc/mime.types fallback
+)
+# Tests: real clients and sanitizer/fuzzer runtimes.
+TEST_PKGS=(
+  curl python3 clang libclang-rt-14-dev procps iproute2
+)
+# Benchmarks and comparisons: the peers and the clients that measure them.
+BENCH_PKGS=(
+  nginx-light lighttpd h2o wrk httperf apache2-utils gnuplot-nox
+)
+# Containers: only with --with-containers (the container test is a separate command).
+CONTAINER_PKGS=(
+  podman buildah runc debootstrap uidmap slirp4netns fuse-overlayfs
+)
+
+want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${BENCH_PKGS[@]}")
+if [[ "${1:-}" == "--with-containers" ]]; then
+  want+=("${CONTAINER_PKGS[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#want[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${#missing[@]} missing packages: ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# nginx-light/lighttpd/h2o would start system services on install; weft's harness
+# runs them unprivileged from its own folders, so keep the packaged services off.
+if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod +x /usr/sbin/policy-rc.d
+  trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"

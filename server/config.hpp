@@ -1,0 +1,125 @@
+// weft::http::Config: the server's whole configuration as a plain struct.
+//
+// The handler, listener and runtime read this struct and nothing else; parsing (TOML file,
+// command-line overrides) lives in config.cpp. Every resource limit is a named field with its
+// documented default here and in conf/weft.toml. Durations are milliseconds, sizes bytes.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft::http {
+
+/// One address to listen on, as written ("127.0.0.1:8080", "[::1]:8080", "*:8080").
+struct ListenAddress {
+  std::string host;  // numeric IPv4 or IPv6 text; "0.0.0.0" / "::" for the wildcard
+  uint16_t port = 0;
+  bool ipv6 = false;
+
+  /// Returns the address as "host:port", with brackets around an IPv6 host.
+  std::string to_string() const;
+};
+
+/// Parses "HOST:PORT", "[V6]:PORT", "*:PORT" or "PORT"; returns nullopt when malformed.
+std::optional<ListenAddress> parse_listen_address(std::string_view text);
+
+enum class IoBackend { automatic, io_uring, epoll };
+enum class BodyPath { splice, sendfile };
+enum class SymlinkPolicy { follow, inside_root, deny };
+enum class AccessLogFormat { combined, json };
+enum class Revalidation { statx, inotify };
+
+using Millis = std::chrono::milliseconds;
+
+struct Config {
+  std::filesystem::path source;  // the file this came from; empty for built-in defaults
+
+  // [server]
+  std::vector<ListenAddress> listen{{"127.0.0.1", 8080, false}};
+  std::filesystem::path root = ".";
+  std::vector<std::string> index{"index.html"};
+  bool directory_listing = false;
+  SymlinkPolicy symlinks = SymlinkPolicy::inside_root;
+  std::string server_name = "weft";
+  std::filesystem::path mime_types;  // empty: /etc/mime.types
+  std::string default_type = "application/octet-stream";
+  int backlog = 511;
+
+  // [runtime]
+  unsigned processors = 0;  // 0: one per online CPU
+  bool pin_processors = false;
+  std::size_t stack_size = 64 * 1024;
+  unsigned spin = 100;
+
+  // [io]
+  IoBackend backend = IoBackend::automatic;
+  unsigned iowq_bounded = 4;
+  unsigned iowq_unbounded = 4;
+  unsigned ring_entries = 1024;
+  BodyPath body = BodyPath::sendfile;
+  std::size_t pipe_size = 64 * 1024;
+
+  // [limits]
+  std::size_t max_header_bytes = 8 * 1024;
+  std::size_t max_uri_bytes = 4 * 1024;
+  unsigned max_headers = 100;
+  std::size_t max_body_bytes = 64 * 1024;
+  unsigned max_connections = 10000;
+  unsigned max_requests_per_connection = 1000;
+
+  // [timeouts]
+  Millis header_timeout{10'000};
+  Millis keepalive_timeout{75'000};
+  Millis send_timeout{60'000};
+  Millis shutdown_grace{10'000};
+
+  // [fd_cache]
+  bool fd_cache = true;
+  unsigned fd_cache_entries = 10000;
+  std::size_t fd_cache_bytes = 64 * 1024 * 1024;
+  std::size_t fd_cache_file_bytes = 16 * 1024;
+  Millis fd_cache_valid{5'000};
+  Millis fd_cache_errors_valid{1'000};
+  Millis fd_cache_inactive{60'000};
+  Revalidation fd_cache_revalidate = Revalidation::statx;
+
+  // [log]
+  std::string log_level = "info";
+  std::string error_log = "stderr";  // "stderr", "stdout" or a file path
+  std::string access_log = "off";    // "off", "stdout", "stderr" or a file path
+  AccessLogFormat access_format = AccessLogFormat::combined;
+
+  // [metrics]
+  bool metrics = false;
+  ListenAddress metrics_listen{"127.0.0.1", 9100, false};
+};
+
+/// A configuration that cannot be used; what() names the file, line and key.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Parses TOML text (named `source` in messages) into a validated Config, or throws ConfigError.
+Config parse_config(std::string_view text, const std::filesystem::path& source);
+
+/// Reads and parses the TOML file at `file`, or throws ConfigError.
+Config load_config(const std::filesystem::path& file);
+
+/// Checks what needs the filesystem (the root exists and is a directory), or throws ConfigError.
+void check_config(const Config& config);
+
+/// Parses "10s", "250ms", "2m", "1h" (or a bare number of seconds); nullopt when malformed.
+std::optional<Millis> parse_duration(std::string_view text);
+
+/// Parses "512", "64k", "16m", "1g" (binary units); nullopt when malformed.
+std::optional<std::size_t> parse_size(std::string_view text);
+
+}  // namespace weft::http

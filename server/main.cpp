@@ -1,0 +1,37 @@
+// weft: the static file server's entry point. Parses the command line and the config, sets up
+// logging, and runs the server until SIGTERM/SIGINT.
+#include <cstdio>
+
+#include <fmt/core.h>
+#include <spdlog/spdlog.h>
+
+#include "server/cli.hpp"
+#include "server/config.hpp"
+#include "server/log.hpp"
+#include "server/server.hpp"
+
+int main(int argc, char** argv) {
+  using namespace weft::http;
+  CliParse cli = parse_command_line(argc, argv);
+  if (!cli.options) {
+    std::fputs(cli.output.c_str(), cli.exit_code == 0 ? stdout : stderr);
+    return cli.exit_code;
+  }
+  Config config;
+  try {
+    config = load_effective_config(*cli.options);
+    if (cli.options->test_only) {
+      fmt::print("weft: the configuration file {} syntax is ok\n", cli.options->config_file);
+      fmt::print("weft: configuration file {} test is successful\n", cli.options->config_file);
+      return 0;
+    }
+    setup_logging(config);
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "weft: {}\n", e.what());
+    if (cli.options->test_only) {
+      fmt::print(stderr, "weft: configuration file {} test failed\n", cli.options->config_file);
+    }
+    return 1;
+  }
+  return run_server(config);
+}

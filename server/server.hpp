@@ -1,0 +1,12 @@
+// The server as a whole: runtime, listeners, connections, logs and signals.
+#pragma once
+
+#include "server/config.hpp"
+
+namespace weft::http {
+
+/// Runs the server with `config` until SIGTERM or SIGINT (graceful) and returns the process
+/// exit status: 0 after a clean shutdown, 1 when it could not start.
+int run_server(const Config& config);
+
+}  // namespace weft::http

@@ -1,0 +1,227 @@
+// Tests server/config.cpp: the shipped config, every kind of rejection, and value parsers.
+#include "server/config.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace weft::http {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path source_dir() {
+  const char* dir = std::getenv("WEFT_SOURCE_DIR");
+  return dir ? fs::path{dir} : fs::current_path();
+}
+
+// Expects parse_config(text) to throw, with every fragment present in the message.
+void expect_rejected(std::string_view text, std::initializer_list<std::string_view> fragments) {
+  try {
+    parse_config(text, "/etc/weft/test.toml");
+    ADD_FAILURE() << "accepted: " << text;
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    for (auto f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << msg << " lacks " << f;
+  }
+}
+
+TEST(Config, ShippedConfigLoadsAndChecks) {
+  Config c = load_config(source_dir() / "conf/weft.toml");
+  EXPECT_NO_THROW(check_config(c));
+  ASSERT_EQ(c.listen.size(), 1u);
+  EXPECT_EQ(c.listen[0].to_string(), "127.0.0.1:8080");
+  EXPECT_EQ(c.root, (source_dir() / "conf/../www-fixtures/site").lexically_normal());
+  EXPECT_EQ(c.max_header_bytes, 8192u);
+  EXPECT_EQ(c.header_timeout, Millis{10'000});
+  EXPECT_EQ(c.stack_size, 64u * 1024);
+}
+
+// Every default in conf/weft.toml must equal the built-in default, so that deleting a key
+// changes nothing (the file promises this).
+TEST(Config, ShippedConfigStatesTheBuiltInDefaults) {
+  Config file = load_config(source_dir() / "conf/weft.toml");
+  Config empty = parse_config("", source_dir() / "conf/weft.toml");
+  EXPECT_EQ(file.listen[0].to_string(), empty.listen[0].to_string());
+  EXPECT_EQ(file.index, empty.index);
+  EXPECT_EQ(file.processors, empty.processors);
+  EXPECT_EQ(file.stack_size, empty.stack_size);
+  EXPECT_EQ(file.spin, empty.spin);
+  EXPECT_EQ(file.iowq_bounded, empty.iowq_bounded);
+  EXPECT_EQ(file.iowq_unbounded, empty.iowq_unbounded);
+  EXPECT_EQ(file.ring_entries, empty.ring_entries);
+  EXPECT_EQ(file.body, empty.body);
+  EXPECT_EQ(file.pipe_size, empty.pipe_size);
+  EXPECT_EQ(file.max_header_bytes, empty.max_header_bytes);
+  EXPECT_EQ(file.max_uri_bytes, empty.max_uri_bytes);
+  EXPECT_EQ(file.max_headers, empty.max_headers);
+  EXPECT_EQ(file.max_body_bytes, empty.max_body_bytes);
+  EXPECT_EQ(file.max_connections, empty.max_connections);
+  EXPECT_EQ(file.max_requests_per_connection, empty.max_requests_per_connection);
+  EXPECT_EQ(file.header_timeout, empty.header_timeout);
+  EXPECT_EQ(file.keepalive_timeout, empty.keepalive_timeout);
+  EXPECT_EQ(file.send_timeout, empty.send_timeout);
+  EXPECT_EQ(file.shutdown_grace, empty.shutdown_grace);
+  EXPECT_EQ(file.fd_cache, empty.fd_cache);
+  EXPECT_EQ(file.fd_cache_entries, empty.fd_cache_entries);
+  EXPECT_EQ(file.fd_cache_bytes, empty.fd_cache_bytes);
+  EXPECT_EQ(file.fd_cache_file_bytes, empty.fd_cache_file_bytes);
+  EXPECT_EQ(file.fd_cache_valid, empty.fd_cache_valid);
+  EXPECT_EQ(file.fd_cache_errors_valid, empty.fd_cache_errors_valid);
+  EXPECT_EQ(file.fd_cache_inactive, empty.fd_cache_inactive);
+  EXPECT_EQ(file.log_level, empty.log_level);
+  EXPECT_EQ(file.access_log, empty.access_log);
+  EXPECT_EQ(file.metrics, empty.metrics);
+  EXPECT_EQ(file.metrics_listen.to_string(), empty.metrics_listen.to_string());
+}
+
+TEST(Config, ParsesEveryKind) {
+  Config c = parse_config(R"(
+[server]
+listen = ["[::1]:8443", "*:80", "9000"]
+root = "site"
+index = ["index.htm", "default.html"]
+symlinks = "deny"
+[runtime]
+processors = 3
+stack_size = "128k"
+[io]
+backend = "epoll"
+body = "splice"
+[limits]
+max_header_bytes = 16384
+[timeouts]
+header = "250ms"
+keepalive = 5
+send = "2m"
+[log]
+level = "debug"
+access_log = "logs/access.log"
+)",
+                          "/etc/weft/weft.toml");
+  ASSERT_EQ(c.listen.size(), 3u);
+  EXPECT_TRUE(c.listen[0].ipv6);
+  EXPECT_EQ(c.listen[0].to_string(), "[::1]:8443");
+  EXPECT_EQ(c.listen[1].to_string(), "0.0.0.0:80");
+  EXPECT_EQ(c.listen[2].to_string(), "0.0.0.0:9000");
+  EXPECT_EQ(c.root, fs::path{"/etc/weft/site"});
+  EXPECT_EQ(c.index, (std::vector<std::string>{"index.htm", "default.html"}));
+  EXPECT_EQ(c.symlinks, SymlinkPolicy::deny);
+  EXPECT_EQ(c.processors, 3u);
+  EXPECT_EQ(c.stack_size, 128u * 1024);
+  EXPECT_EQ(c.backend, IoBackend::epoll);
+  EXPECT_EQ(c.body, BodyPath::splice);
+  EXPECT_EQ(c.max_header_bytes, 16384u);
+  EXPECT_EQ(c.header_timeout, Millis{250});
+  EXPECT_EQ(c.keepalive_timeout, Millis{5000});
+  EXPECT_EQ(c.send_timeout, Millis{120'000});
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.access_log, "/etc/weft/logs/access.log");
+}
+
+TEST(Config, RejectsBadToml) {
+  expect_rejected("[server\nroot = 1\n", {"/etc/weft/test.toml:1:", "invalid TOML"});
+  expect_rejected("[server]\nroot = \"a\"\nroot = \"b\"\n", {"test.toml:3:", "invalid TOML"});
+}
+
+TEST(Config, RejectsUnknownSectionAndKey) {
+  expect_rejected("[srever]\n", {"test.toml:1:", "unknown section 'srever'"});
+  expect_rejected("[server]\n\nlistne = [\"1.2.3.4:80\"]\n",
+                  {"test.toml:3:1", "unknown key 'server.listne'"});
+  expect_rejected("root = \"x\"\n", {"test.toml:1:1", "key 'root' must be inside a section"});
+}
+
+TEST(Config, RejectsWrongTypes) {
+  expect_rejected("[limits]\nmax_headers = \"many\"\n",
+                  {"test.toml:2:", "key 'limits.max_headers'", "integer"});
+  expect_rejected("[server]\ndirectory_listing = 1\n",
+                  {"key 'server.directory_listing'", "true or false"});
+  expect_rejected("[server]\nlisten = \"127.0.0.1:80\"\n", {"key 'server.listen'", "array"});
+  expect_rejected("[server]\nindex = [1]\n", {"key 'server.index'"});
+  expect_rejected("[timeouts]\nheader = true\n", {"key 'timeouts.header'", "duration"});
+}
+
+TEST(Config, RejectsOutOfRangeValues) {
+  expect_rejected("[limits]\nmax_header_bytes = 12\n",
+                  {"test.toml:2:", "key 'limits.max_header_bytes'", "between 1024 and", "12"});
+  expect_rejected("[limits]\nmax_connections = 0\n", {"key 'limits.max_connections'"});
+  expect_rejected("[runtime]\nprocessors = -1\n", {"key 'runtime.processors'"});
+  expect_rejected("[timeouts]\nheader = \"0ms\"\n", {"key 'timeouts.header'", "between"});
+  expect_rejected("[timeouts]\nheader = \"ten seconds\"\n", {"not a valid duration"});
+  expect_rejected("[runtime]\nstack_size = \"1k\"\n", {"key 'runtime.stack_size'"});
+  expect_rejected("[io]\nbackend = \"kqueue\"\n",
+                  {"key 'io.backend'", "\"auto\"", "\"epoll\"", "kqueue"});
+  expect_rejected("[server]\nlisten = [\"127.0.0.1:99999\"]\n", {"127.0.0.1:99999"});
+  expect_rejected("[server]\nlisten = [\"::1:80\"]\n", {"::1:80"});
+  expect_rejected("[log]\nlevel = \"loud\"\n", {"key 'log.level'"});
+  expect_rejected("[server]\nindex = [\"a/b.html\"]\n", {"must be a file name"});
+}
+
+TEST(Config, CheckRejectsMissingOrNonDirectoryRoot) {
+  Config c = parse_config("[server]\nroot = \"/nonexistent/weft-root\"\n", "/etc/weft/t.toml");
+  try {
+    check_config(c);
+    ADD_FAILURE() << "missing root accepted";
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("/etc/weft/t.toml: key 'server.root'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("does not exist"), std::string::npos) << msg;
+  }
+  c.root = "/etc/hostname";
+  EXPECT_THROW(check_config(c), ConfigError);
+}
+
+TEST(Config, LoadReportsMissingFile) {
+  try {
+    load_config("/nonexistent/weft.toml");
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string{e.what()}.find("/nonexistent/weft.toml: cannot open"), std::string::npos);
+  }
+}
+
+TEST(ParseDuration, Table) {
+  EXPECT_EQ(parse_duration("10s"), Millis{10'000});
+  EXPECT_EQ(parse_duration("1.5s"), Millis{1'500});
+  EXPECT_EQ(parse_duration("250ms"), Millis{250});
+  EXPECT_EQ(parse_duration("2m"), Millis{120'000});
+  EXPECT_EQ(parse_duration("1h"), Millis{3'600'000});
+  EXPECT_EQ(parse_duration("3"), Millis{3'000});
+  EXPECT_EQ(parse_duration(""), std::nullopt);
+  EXPECT_EQ(parse_duration("s"), std::nullopt);
+  EXPECT_EQ(parse_duration("-1s"), std::nullopt);
+  EXPECT_EQ(parse_duration("5 s"), std::nullopt);
+  EXPECT_EQ(parse_duration("5d"), std::nullopt);
+}
+
+TEST(ParseSize, Table) {
+  EXPECT_EQ(parse_size("512"), 512u);
+  EXPECT_EQ(parse_size("64k"), 65536u);
+  EXPECT_EQ(parse_size("16M"), 16u << 20);
+  EXPECT_EQ(parse_size("1g"), std::size_t{1} << 30);
+  EXPECT_EQ(parse_size("k"), std::nullopt);
+  EXPECT_EQ(parse_size("12q"), std::nullopt);
+  EXPECT_EQ(parse_size("99999999999999999999g"), std::nullopt);
+}
+
+TEST(ParseListenAddress, Table) {
+  EXPECT_EQ(parse_listen_address("127.0.0.1:8080")->to_string(), "127.0.0.1:8080");
+  EXPECT_EQ(parse_listen_address("[::1]:8080")->to_string(), "[::1]:8080");
+  EXPECT_EQ(parse_listen_address("[::]:80")->to_string(), "[::]:80");
+  EXPECT_EQ(parse_listen_address("*:80")->to_string(), "0.0.0.0:80");
+  EXPECT_EQ(parse_listen_address("localhost:81")->to_string(), "127.0.0.1:81");
+  EXPECT_EQ(parse_listen_address("8080")->to_string(), "0.0.0.0:8080");
+  EXPECT_FALSE(parse_listen_address("127.0.0.1"));
+  EXPECT_FALSE(parse_listen_address("127.0.0.1:0"));
+  EXPECT_FALSE(parse_listen_address("127.0.0.1:65536"));
+  EXPECT_FALSE(parse_listen_address("1.2.3:80"));
+  EXPECT_FALSE(parse_listen_address("[::1]8080"));
+  EXPECT_FALSE(parse_listen_address("[::1:8080"));
+  EXPECT_FALSE(parse_listen_address("example.com:80"));
+  EXPECT_FALSE(parse_listen_address("127.0.0.1:80x"));
+}
+
+}  // namespace
+}  // namespace weft::http
