@@ -1,0 +1,36 @@
+// Driver: what a processor blocks in when it has nothing to run, and how others wake it.
+//
+// Each processor owns one driver. The same three verbs stack across layers (as in Tokio):
+// poll() does pending work without blocking, park(timeout) blocks until unpark(), an event
+// of the driver's own (an I/O completion), or the timeout; unpark() may be called from any
+// thread and is never lost (an unpark before park makes that park return at once).
+// The I/O drivers (io_uring, epoll) extend this with operations; see io_driver.hpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+namespace weft::rt {
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+
+  /// Returns a short name for logs ("basic", "io_uring", "epoll").
+  virtual const char* name() const = 0;
+
+  /// Owner thread: flushes queued work and handles ready events without blocking; returns
+  /// the number of events handled.
+  virtual int poll() = 0;
+
+  /// Owner thread: blocks until unpark(), an event, or timeout_ns (< 0: no limit) passed.
+  virtual void park(int64_t timeout_ns) = 0;
+
+  /// Any thread: wakes the owner from park(), or makes its next park() return at once.
+  virtual void unpark() = 0;
+};
+
+/// Returns a driver with no I/O: park() waits on an eventfd with poll(2).
+std::unique_ptr<Driver> make_basic_driver();
+
+}  // namespace weft::rt

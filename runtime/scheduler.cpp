@@ -1,0 +1,615 @@
+// The scheduler loop, the idle protocol and the fiber lifecycle (see scheduler.hpp).
+#include "runtime/scheduler.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "runtime/waiter.hpp"
+
+namespace weft::rt {
+namespace {
+
+// Picked like Go and Tokio (61: prime, so it does not beat with other periodic patterns).
+constexpr uint64_t kGlobalInterval = 61;
+// How often a busy processor polls its driver and timers between queue drains; picked, to
+// be measured against I/O latency under load.
+constexpr uint64_t kPollInterval = 61;
+// Consecutive LIFO hand-offs (LIFO-slot picks and dispatch spawns) before the queue head
+// gets a turn. Tokio bounds its slot at 3; we allow 16 so dispatch keeps a spawn tree
+// depth-first (few live stacks) while the oldest ready fiber still waits at most 16
+// hand-offs. Picked, to be measured (skynet's peak RSS against transfer's maximum delay).
+constexpr unsigned kMaxLifoStreak = 16;
+// Fibers taken from the global queue at once when a processor runs dry.
+constexpr unsigned kGlobalBatch = 32;
+// Control blocks per chunk, and per-processor cache bound.
+constexpr std::size_t kBlockChunk = 64;
+constexpr std::size_t kBlockCacheMax = 256;
+
+thread_local Processor* tls_processor = nullptr;
+
+void default_exception_hook(const char* name, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weft: fiber '%s' ended by an exception: %s\n", name, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "weft: fiber '%s' ended by an exception of unknown type\n", name);
+  }
+}
+
+std::atomic<ExceptionHook> g_exception_hook{&default_exception_hook};
+
+void fiber_entry(void*, void* arg) {
+  context_entered();
+  Processor::current()->after_switch_public();
+  Fiber* f = static_cast<Fiber*>(arg);
+  try {
+    f->invoke(f);
+  } catch (...) {
+    g_exception_hook.load(std::memory_order_acquire)(f->name[0] ? f->name : "(unnamed)",
+                                                     std::current_exception());
+  }
+  Processor::current()->exit_current();
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int i = 0; i < CPU_SETSIZE; ++i) {
+      if (CPU_ISSET(i, &set)) cpus.push_back(i);
+    }
+  }
+  return cpus;
+}
+
+void pin_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+}  // namespace
+
+ExceptionHook set_exception_hook(ExceptionHook hook) {
+  return g_exception_hook.exchange(hook ? hook : &default_exception_hook);
+}
+
+// ---------------------------------------------------------------------------------------
+// Processor
+
+Processor::Processor(Runtime& rt, unsigned index, std::unique_ptr<Driver> driver)
+    : rt_(rt),
+      index_(index),
+      driver_(std::move(driver)),
+      rng_(0x9E3779B97F4A7C15ull * (index + 1)) {}
+
+Processor::~Processor() = default;
+
+// Not inlined, and with a compiler barrier: a fiber may resume on another thread, so the
+// thread-local must be read afresh after every switch, never cached across one.
+[[gnu::noinline]] Processor* Processor::current() {
+  Processor* p = tls_processor;
+  asm volatile("" ::: "memory");
+  return p;
+}
+
+void Processor::run() {
+  tls_processor = this;
+  adopt_thread_context(sched_ctx_);
+  while (Fiber* f = find_work()) {
+    current_ = f;
+    resume(sched_ctx_, f, false);
+    // Back on this thread's own stack: finish what the fiber that switched here left.
+    after_switch();
+  }
+  current_ = nullptr;
+  tls_processor = nullptr;
+}
+
+void Processor::resume(ExecContext& from, Fiber* next, bool from_exiting) {
+  if (!next->stack.bottom) {
+    try {
+      next->stack = rt_.stacks_.allocate(&stack_cache_);
+    } catch (const std::bad_alloc&) {
+      // Scheduler state is mid-switch here; there is no sane way to continue.
+      std::fputs("weft: cannot map a fiber stack: out of memory\n", stderr);
+      std::abort();
+    }
+    prepare_context(next->ctx, next->stack.bottom, next->stack.top, &fiber_entry, next);
+  }
+  switch_context(from, next->ctx, nullptr, from_exiting);
+}
+
+void Processor::switch_from(Fiber* cur, Pending action, Fiber* next) {
+  pending_ = action;
+  pending_fiber_ = cur;
+  bool exiting = action == Pending::exit;
+  if (next) {
+    current_ = next;
+    resume(cur->ctx, next, exiting);
+  } else {
+    current_ = nullptr;
+    switch_context(cur->ctx, sched_ctx_, nullptr, exiting);
+  }
+  // Resumed: possibly on another processor, so `this` is stale here.
+  Processor::current()->after_switch();
+}
+
+void Processor::after_switch() {
+  Fiber* f = pending_fiber_;
+  Pending action = pending_;
+  pending_ = Pending::none;
+  pending_fiber_ = nullptr;
+  switch (action) {
+    case Pending::none:
+      break;
+    case Pending::requeue:
+      local_.push(f, rt_.global_);
+      rt_.notify_work(false);
+      break;
+    case Pending::lifo:
+      schedule(f, true);
+      break;
+    case Pending::park: {
+      uint32_t expected = Fiber::kEmpty;
+      if (!f->park_state.compare_exchange_strong(expected, Fiber::kParked,
+                                                 std::memory_order_acq_rel)) {
+        // Unparked while switching out: consume the permit and run it again.
+        f->park_state.store(Fiber::kEmpty, std::memory_order_relaxed);
+        schedule(f, true);
+      }
+      break;
+    }
+    case Pending::exit:
+      release_fiber(f);
+      break;
+  }
+}
+
+void Processor::release_fiber(Fiber* f) {
+  release_context(f->ctx);
+  rt_.stacks_.release(&stack_cache_, f->stack);
+  f->stack = Stack{};
+  bool is_main = f->is_main;
+  rt_.live_.fetch_sub(1, std::memory_order_relaxed);
+  detail::release_ref(f);
+  if (is_main) rt_.begin_stop();
+}
+
+void Processor::schedule(Fiber* f, bool lifo) {
+  if (lifo) {
+    Fiber* displaced = std::exchange(lifo_, f);
+    if (!displaced) return;  // we will run f ourselves next: nobody else to wake
+    local_.push(displaced, rt_.global_);
+  } else {
+    local_.push(f, rt_.global_);
+  }
+  rt_.notify_work(false);
+}
+
+Fiber* Processor::pick_fast() {
+  if (rt_.stopping_.load(std::memory_order_relaxed)) return nullptr;
+  ++tick_;
+  if (tick_ % kGlobalInterval == 0) {
+    if (Fiber* f = rt_.global_.pop()) return f;
+  }
+  if (tick_ % kPollInterval == 0) poll_events();
+  if (lifo_) {
+    if (lifo_streak_ < kMaxLifoStreak) {
+      ++lifo_streak_;
+      return std::exchange(lifo_, nullptr);
+    }
+    local_.push(std::exchange(lifo_, nullptr), rt_.global_);
+  }
+  lifo_streak_ = 0;
+  return local_.pop();
+}
+
+void Processor::poll_events() {
+  driver_->poll();
+  if (timers_.earliest() != TimerHeap::kNone) timers_.fire_due(to_ns(now()));
+}
+
+Fiber* Processor::find_work() {
+  unsigned spins = 0;
+  while (true) {
+    if (rt_.stopping()) return nullptr;
+    Fiber* f = pick_fast();
+    if (!f) {
+      poll_events();
+      f = pick_fast();
+    }
+    if (!f) {
+      // Take a batch from the global queue, so a burst of outside work spreads out.
+      f = rt_.global_.pop();
+      for (unsigned i = 1; f && i < kGlobalBatch; ++i) {
+        Fiber* more = rt_.global_.pop();
+        if (!more) break;
+        local_.push(more, rt_.global_);
+      }
+    }
+    if (!f && start_searching()) f = steal();
+    if (f) {
+      if (searching_) stop_searching(true);
+      return f;
+    }
+    if (spins < rt_.options_.spin) {
+      ++spins;
+      cpu_relax();
+      continue;
+    }
+    park_idle();
+    spins = 0;
+  }
+}
+
+bool Processor::start_searching() {
+  if (searching_) return true;
+  // At most half the processors search at once: more would only contend on the queues.
+  uint32_t s = rt_.searching_.load(std::memory_order_relaxed);
+  if (2 * s >= rt_.procs_.size()) return false;
+  rt_.searching_.fetch_add(1, std::memory_order_seq_cst);
+  searching_ = true;
+  return true;
+}
+
+void Processor::stop_searching(bool found_work) {
+  searching_ = false;
+  uint32_t before = rt_.searching_.fetch_sub(1, std::memory_order_seq_cst);
+  // The last searcher found work: there may be more, so let another processor look.
+  if (found_work && before == 1) rt_.notify_work(true);
+}
+
+Fiber* Processor::steal() {
+  std::size_t n = rt_.procs_.size();
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  std::size_t start = rng_ % n;
+  for (std::size_t i = 0; i < n; ++i) {
+    Processor* victim = rt_.procs_[(start + i) % n].get();
+    if (victim == this) continue;
+    if (Fiber* f = victim->local_.steal_into(local_)) return f;
+  }
+  return rt_.global_.pop();
+}
+
+void Processor::park_idle() {
+  {
+    std::lock_guard lock(rt_.idle_mu_);
+    rt_.sleepers_.push_back(this);
+    // A seq_cst read-modify-write, paired with the one in notify_work on the same atomic:
+    // whichever comes second in its order sees the other, so either the pusher sees us
+    // asleep or our re-check below sees its work. (An RMW rather than a fence, because
+    // TSan does not model fences.)
+    rt_.sleeping_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  if (searching_) {
+    searching_ = false;
+    rt_.searching_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  if (!rt_.any_work_visible() && !rt_.stopping()) {
+    int64_t timeout = -1;
+    int64_t next = timers_.earliest();
+    if (next != TimerHeap::kNone) timeout = std::max<int64_t>(0, next - to_ns(now()));
+    driver_->park(timeout);
+  }
+  std::lock_guard lock(rt_.idle_mu_);
+  auto it = std::find(rt_.sleepers_.begin(), rt_.sleepers_.end(), this);
+  if (it != rt_.sleepers_.end()) {
+    rt_.sleepers_.erase(it);
+    rt_.sleeping_.fetch_sub(1, std::memory_order_relaxed);
+  } else {
+    searching_ = true;  // wake_one took us off the list and counted us as searching
+  }
+}
+
+void Processor::park_current() {
+  Fiber* cur = current_;
+  uint32_t expected = Fiber::kNotified;
+  if (cur->park_state.compare_exchange_strong(expected, Fiber::kEmpty,
+                                              std::memory_order_acquire)) {
+    return;  // a permit was waiting
+  }
+  switch_from(cur, Pending::park, pick_fast());
+}
+
+void Processor::yield_current() {
+  Fiber* cur = current_;
+  Fiber* next = pick_fast();
+  if (!next) {
+    poll_events();
+    next = pick_fast();
+    if (!next) next = rt_.global_.pop();
+    if (!next) return;  // nothing else is ready: keep running
+  }
+  switch_from(cur, Pending::requeue, next);
+}
+
+void Processor::dispatch(Fiber* child) {
+  if (lifo_streak_ >= kMaxLifoStreak) {
+    schedule(child, false);  // over the bound: behave like post, the queue goes first
+    return;
+  }
+  ++lifo_streak_;
+  switch_from(current_, Pending::lifo, child);
+}
+
+void Processor::exit_current() {
+  Fiber* f = current_;
+  uintptr_t old = f->join_word.exchange(Fiber::kDone, std::memory_order_acq_rel);
+  if (old == Fiber::kExternalJoiner) {
+    f->join_word.notify_all();
+  } else if (old > Fiber::kExternalJoiner) {
+    reinterpret_cast<Waiter*>(old)->wake();
+  }
+  // The main fiber's end stops the runtime before anything else runs here.
+  switch_from(f, Pending::exit, f->is_main ? nullptr : pick_fast());
+  __builtin_unreachable();
+}
+
+void Processor::after_switch_public() { after_switch(); }
+
+// ---------------------------------------------------------------------------------------
+// Runtime
+
+Runtime::Runtime(RuntimeOptions options)
+    : options_(std::move(options)), stacks_(options_.stack_size) {
+  if (options_.processors == 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    options_.processors = n > 0 ? static_cast<unsigned>(n) : 1;
+  }
+  for (unsigned i = 0; i < options_.processors; ++i) {
+    std::unique_ptr<Driver> d = options_.make_driver ? options_.make_driver(i) : make_basic_driver();
+    procs_.push_back(std::make_unique<Processor>(*this, i, std::move(d)));
+  }
+}
+
+Runtime::~Runtime() = default;
+
+void Runtime::run_main(Fiber* main) {
+  push_global(main);
+  std::vector<int> cpus = options_.pin ? allowed_cpus() : std::vector<int>{};
+  cpu_set_t saved;
+  bool restore = false;
+  for (std::size_t i = 1; i < procs_.size(); ++i) {
+    Processor* p = procs_[i].get();
+    int cpu = cpus.empty() ? -1 : cpus[i % cpus.size()];
+    p->thread_ = std::thread([p, cpu] {
+      if (cpu >= 0) pin_thread(cpu);
+      p->run();
+    });
+  }
+  if (!cpus.empty()) {
+    restore = sched_getaffinity(0, sizeof saved, &saved) == 0;
+    pin_thread(cpus[0]);
+  }
+  procs_[0]->run();
+  for (std::size_t i = 1; i < procs_.size(); ++i) procs_[i]->thread_.join();
+  if (restore) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+
+  // Fibers still queued never started: destroy their callables. Started ones that are
+  // parked are abandoned; their stacks and blocks go with the Runtime.
+  leftover_ = live_.load();
+  auto discard = [](Fiber* f) {
+    if (!f->stack.bottom && f->discard) f->discard(f);
+  };
+  while (Fiber* f = global_.pop()) discard(f);
+  for (auto& p : procs_) {
+    if (p->lifo_) discard(std::exchange(p->lifo_, nullptr));
+    while (Fiber* f = p->local_.pop()) discard(f);
+  }
+  if (leftover_ > 0) {
+    std::fprintf(stderr, "weft: %zu fiber(s) were still alive when the main fiber returned\n",
+                 leftover_);
+  }
+}
+
+void Runtime::push_global(Fiber* f) {
+  global_.push(f);
+  notify_work(true);
+}
+
+void Runtime::notify_work(bool ordered) {
+  // With `ordered`, seq_cst RMWs pair with park_idle's (see there). Without (pushes to a
+  // processor's own queue) a wake-up can be missed, but then that processor runs the work
+  // itself: only parallelism is lost, never progress.
+  uint32_t sleeping = ordered ? sleeping_.fetch_add(0, std::memory_order_seq_cst)
+                              : sleeping_.load(std::memory_order_relaxed);
+  if (sleeping == 0) return;
+  uint32_t searching = ordered ? searching_.fetch_add(0, std::memory_order_seq_cst)
+                               : searching_.load(std::memory_order_relaxed);
+  if (searching != 0) return;
+  wake_one();
+}
+
+void Runtime::wake_one() {
+  Processor* p = nullptr;
+  {
+    std::lock_guard lock(idle_mu_);
+    if (sleepers_.empty() || searching_.load(std::memory_order_relaxed) != 0) return;
+    p = sleepers_.back();
+    sleepers_.pop_back();
+    sleeping_.fetch_sub(1, std::memory_order_relaxed);
+    searching_.fetch_add(1, std::memory_order_seq_cst);  // on p's behalf
+  }
+  p->driver_->unpark();
+}
+
+void Runtime::begin_stop() {
+  stopping_.store(true, std::memory_order_release);
+  for (auto& p : procs_) p->driver_->unpark();
+}
+
+bool Runtime::any_work_visible() const {
+  if (!global_.empty()) return true;
+  for (const auto& p : procs_) {
+    if (!p->local_.empty()) return true;
+  }
+  return false;
+}
+
+Fiber* Runtime::allocate_fiber_block() {
+  std::lock_guard lock(blocks_mu_);
+  if (free_blocks_.empty()) {
+    block_chunks_.push_back(std::make_unique<Fiber[]>(kBlockChunk));
+    Fiber* chunk = block_chunks_.back().get();
+    for (std::size_t i = 0; i < kBlockChunk; ++i) free_blocks_.push_back(&chunk[i]);
+  }
+  Fiber* f = free_blocks_.back();
+  free_blocks_.pop_back();
+  return f;
+}
+
+void Runtime::free_fiber_block(Processor* p, Fiber* f) {
+  if (p && p->fiber_cache_.size() < kBlockCacheMax) {
+    p->fiber_cache_.push_back(f);
+    return;
+  }
+  std::lock_guard lock(blocks_mu_);
+  free_blocks_.push_back(f);
+}
+
+// ---------------------------------------------------------------------------------------
+// Fiber functions
+
+namespace detail {
+
+Fiber* allocate_fiber(Runtime* rt) {
+  Processor* p = Processor::current();
+  Fiber* f = nullptr;
+  if (p && &p->runtime() == rt && !p->fiber_cache_.empty()) {
+    f = p->fiber_cache_.back();
+    p->fiber_cache_.pop_back();
+  } else {
+    f = rt->allocate_fiber_block();
+  }
+  f->ctx = ExecContext{};
+  f->next = nullptr;
+  f->stack = Stack{};
+  f->rt = rt;
+  f->park_state.store(Fiber::kEmpty, std::memory_order_relaxed);
+  f->join_word.store(Fiber::kRunning, std::memory_order_relaxed);
+  f->refs.store(2, std::memory_order_relaxed);  // the fiber's own run, and its handle
+  f->is_main = false;
+  f->id = rt->next_id_.fetch_add(1, std::memory_order_relaxed);
+  f->invoke = nullptr;
+  f->discard = nullptr;
+  f->heap_callable = nullptr;
+  f->name[0] = '\0';
+  rt->live_.fetch_add(1, std::memory_order_relaxed);
+  return f;
+}
+
+void start_fiber(Runtime* rt, Fiber* f, Launch launch) {
+  Processor* p = Processor::current();
+  if (p && &p->runtime() == rt && p->running()) {
+    if (launch == Launch::dispatch) {
+      p->dispatch(f);
+    } else {
+      p->schedule(f, false);
+    }
+    return;
+  }
+  rt->push_global(f);
+}
+
+Runtime* current_runtime_or_die() {
+  Processor* p = Processor::current();
+  if (!p || !p->running()) {
+    std::fputs("weft: rt::spawn called outside a fiber; use Runtime::spawn\n", stderr);
+    std::abort();
+  }
+  return &p->runtime();
+}
+
+void release_ref(Fiber* f) {
+  if (f->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  Processor* p = Processor::current();
+  f->rt->free_fiber_block(p && &p->runtime() == f->rt ? p : nullptr, f);
+}
+
+void unpark(Fiber* f, bool lifo) {
+  uint32_t s = f->park_state.load(std::memory_order_acquire);
+  while (true) {
+    if (s == Fiber::kNotified) return;
+    if (s == Fiber::kEmpty) {
+      if (f->park_state.compare_exchange_weak(s, Fiber::kNotified, std::memory_order_acq_rel)) {
+        return;
+      }
+      continue;
+    }
+    if (f->park_state.compare_exchange_weak(s, Fiber::kEmpty, std::memory_order_acq_rel)) break;
+  }
+  Processor* p = Processor::current();
+  if (p && &p->runtime() == f->rt) {
+    p->schedule(f, lifo);
+  } else {
+    f->rt->push_global(f);
+  }
+}
+
+}  // namespace detail
+
+Fiber* current_fiber() {
+  Processor* p = Processor::current();
+  return p ? p->running() : nullptr;
+}
+
+void yield() {
+  Processor* p = Processor::current();
+  if (p && p->running()) p->yield_current();
+}
+
+void park() { Processor::current()->park_current(); }
+
+void sleep_until(TimePoint deadline) {
+  Processor* p = Processor::current();
+  if (now() >= deadline) return;
+  Waiter w;
+  TimerEntry e;
+  e.deadline_ns = to_ns(deadline);
+  e.on_fire = [](void* arg) { static_cast<Waiter*>(arg)->wake(false); };
+  e.arg = &w;
+  p->timers().add(&e);
+  w.wait();
+}
+
+void FiberHandle::join() {
+  if (!fiber_) return;
+  Fiber* f = fiber_;
+  fiber_ = nullptr;
+  if (in_fiber()) {
+    Waiter w;
+    uintptr_t expected = Fiber::kRunning;
+    if (f->join_word.compare_exchange_strong(expected, reinterpret_cast<uintptr_t>(&w),
+                                             std::memory_order_acq_rel)) {
+      w.wait();
+    }
+  } else {
+    uintptr_t expected = Fiber::kRunning;
+    if (f->join_word.compare_exchange_strong(expected, Fiber::kExternalJoiner,
+                                             std::memory_order_acq_rel)) {
+      while (f->join_word.load(std::memory_order_acquire) != Fiber::kDone) {
+        f->join_word.wait(Fiber::kExternalJoiner, std::memory_order_acquire);
+      }
+    }
+  }
+  detail::release_ref(f);
+}
+
+void FiberHandle::detach() {
+  if (!fiber_) return;
+  detail::release_ref(std::exchange(fiber_, nullptr));
+}
+
+}  // namespace weft::rt

@@ -1,0 +1,209 @@
+// The scheduler: a Runtime of N processors (kernel threads) that run fibers.
+//
+// Each processor has a local run queue (stealable), a LIFO slot for the fiber it just woke,
+// a timer heap and a driver to block in. Work from outside the runtime, and overflow, goes
+// to a shared global queue.
+//
+// Picking the next fiber, in order: every 61st pick the global queue first (so outside work
+// and overflow cannot starve); the LIFO slot, at most 3 times in a row (a ping-pong pair
+// keeps its cache-warm hand-off, but cannot starve the queue); the local queue head; then
+// the slow path: driver poll and due timers, the global queue, stealing half of another
+// processor's queue, `spin` rounds of all that, and finally parking in the driver until the
+// next timer. Yield puts the fiber at the tail of the local queue.
+//
+// Idle protocol (after Go and Tokio): at most half the processors search for work at once.
+// Whoever makes work available wakes one parked processor if none is searching; a searcher
+// that finds work and was the last one wakes another. A processor that parks registers as
+// a sleeper, stops searching, then re-checks every queue before blocking; with seq_cst
+// read-modify-writes on both sides, either it sees the new work or the pusher sees it
+// asleep: no lost wake-up.
+//
+// Shutdown order: the main fiber returns -> the runtime is marked stopping and every driver
+// is unparked -> each processor finishes the fiber it runs and leaves its loop -> run()
+// joins the threads. Fibers still alive then are counted and reported; their stacks and
+// control blocks are released with the Runtime. Destroy the Runtime only after run().
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/driver.hpp"
+#include "runtime/fiber.hpp"
+#include "runtime/run_queue.hpp"
+#include "runtime/stack_pool.hpp"
+#include "runtime/timer.hpp"
+
+namespace weft::rt {
+
+struct RuntimeOptions {
+  unsigned processors = 0;           // 0: one per online CPU
+  bool pin = false;                  // pin processor i to the i-th allowed CPU
+  std::size_t stack_size = 64 * 1024;
+  unsigned spin = 100;               // slow-path rounds before parking
+  // Makes each processor's driver; null: the basic driver (no I/O).
+  std::function<std::unique_ptr<Driver>(unsigned index)> make_driver;
+};
+
+class Runtime;
+
+class Processor {
+ public:
+  Processor(Runtime& rt, unsigned index, std::unique_ptr<Driver> driver);
+  ~Processor();
+  Processor(const Processor&) = delete;
+  Processor& operator=(const Processor&) = delete;
+
+  /// Returns the processor running the calling thread, or nullptr.
+  static Processor* current();
+
+  /// Returns this processor's index (0..N-1).
+  unsigned index() const { return index_; }
+  /// Returns this processor's driver.
+  Driver& driver() { return *driver_; }
+  /// Returns this processor's timers.
+  TimerHeap& timers() { return timers_; }
+  /// Returns the runtime this processor belongs to.
+  Runtime& runtime() { return rt_; }
+  /// Returns the fiber running here, or nullptr in the scheduler context.
+  Fiber* running() const { return current_; }
+  /// Returns the number of fibers in the local queue (approximate; any thread).
+  uint32_t queue_length() const { return local_.size() + (lifo_ ? 1 : 0); }
+
+  // --- used by fiber.cpp and the sync primitives; owner thread only -------------------
+  /// Makes f ready on this processor: in the LIFO slot when `lifo`, else the queue tail.
+  void schedule(Fiber* f, bool lifo);
+  /// Switches away from the running fiber, leaving it parked (see fiber.hpp).
+  void park_current();
+  /// Switches away from the running fiber, leaving it at the queue tail.
+  void yield_current();
+  /// Switches from the running fiber to `child` (fresh), leaving the caller in the LIFO slot.
+  void dispatch(Fiber* child);
+  /// Ends the running fiber; never returns.
+  [[noreturn]] void exit_current();
+  /// Polls the driver and fires due timers without blocking.
+  void poll_events();
+  /// Runs the action the previously running fiber left (first thing a fresh fiber does).
+  void after_switch_public();
+
+ private:
+  friend class Runtime;
+  friend Fiber* detail::allocate_fiber(Runtime*);
+  enum class Pending : uint8_t { none, park, requeue, lifo, exit };
+
+  void run();                     // the scheduler loop, on the thread's own stack
+  Fiber* pick_fast();             // local work only, never blocks
+  Fiber* find_work();             // slow path; null when the runtime stops
+  Fiber* steal();
+  void park_idle();
+  void switch_from(Fiber* cur, Pending action, Fiber* next);
+  void resume(ExecContext& from, Fiber* next, bool from_exiting);
+  void after_switch();
+  void release_fiber(Fiber* f);
+  bool start_searching();
+  void stop_searching(bool found_work);
+
+  Runtime& rt_;
+  unsigned index_;
+  std::unique_ptr<Driver> driver_;
+  ExecContext sched_ctx_;
+  Fiber* current_ = nullptr;
+  Fiber* lifo_ = nullptr;
+  unsigned lifo_streak_ = 0;
+  uint64_t tick_ = 0;
+  Pending pending_ = Pending::none;
+  Fiber* pending_fiber_ = nullptr;
+  bool searching_ = false;
+  uint64_t rng_;
+  LocalQueue local_;
+  TimerHeap timers_;
+  StackPool::Cache stack_cache_;
+  std::vector<Fiber*> fiber_cache_;
+  std::thread thread_;
+};
+
+class Runtime {
+ public:
+  /// Makes a runtime; no thread starts before run().
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Runs `main` on a fiber named "main" with the processors started, and returns when it
+  /// has returned and every processor has stopped. Call once, from a thread outside the
+  /// runtime; that thread becomes processor 0.
+  template <typename F>
+  void run(F&& main) {
+    Fiber* f = detail::prepare(this, std::forward<F>(main), SpawnOptions{"main"});
+    f->is_main = true;
+    run_main(f);
+  }
+
+  /// Starts `fn` on a new fiber from any thread (outside fibers, or another runtime's).
+  template <typename F>
+  FiberHandle spawn(F&& fn, SpawnOptions opts = {}) {
+    Fiber* f = detail::prepare(this, std::forward<F>(fn), opts);
+    detail::start_fiber(this, f, Launch::post);
+    return FiberHandle{f};
+  }
+
+  /// Returns the number of processors.
+  unsigned processors() const { return static_cast<unsigned>(procs_.size()); }
+  /// Returns processor i.
+  Processor& processor(unsigned i) { return *procs_[i]; }
+  /// Returns the options the runtime was made with (processors resolved).
+  const RuntimeOptions& options() const { return options_; }
+  /// Returns the number of fibers spawned and not yet finished.
+  std::size_t live_fibers() const { return live_.load(std::memory_order_relaxed); }
+  /// Returns how many fibers were still alive when the last run() ended.
+  std::size_t leftover_fibers() const { return leftover_; }
+  /// Returns the stack pool (stack size, mapped count).
+  const StackPool& stacks() const { return stacks_; }
+  /// Returns whether the runtime is shutting down.
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+
+ private:
+  friend class Processor;
+  friend Fiber* detail::allocate_fiber(Runtime*);
+  friend void detail::start_fiber(Runtime*, Fiber*, Launch);
+  friend void detail::release_ref(Fiber*);
+  friend void detail::unpark(Fiber*, bool);
+
+  void run_main(Fiber* main);
+  void push_global(Fiber* f);
+  void notify_work(bool ordered);
+  void wake_one();
+  void begin_stop();
+  Fiber* allocate_fiber_block();
+  void free_fiber_block(Processor* p, Fiber* f);
+  bool any_work_visible() const;
+
+  RuntimeOptions options_;
+  std::vector<std::unique_ptr<Processor>> procs_;
+  GlobalQueue global_;
+  StackPool stacks_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::size_t> live_{0};
+  std::atomic<uint64_t> next_id_{1};
+  std::size_t leftover_ = 0;
+
+  // Idle bookkeeping (see the header comment).
+  std::atomic<uint32_t> searching_{0};
+  std::atomic<uint32_t> sleeping_{0};
+  std::mutex idle_mu_;
+  std::vector<Processor*> sleepers_;
+
+  // Fiber control blocks, allocated in chunks and kept until the runtime dies.
+  std::mutex blocks_mu_;
+  std::vector<std::unique_ptr<Fiber[]>> block_chunks_;
+  std::vector<Fiber*> free_blocks_;
+  std::vector<Fiber*> all_blocks_;
+};
+
+}  // namespace weft::rt

@@ -1,0 +1,78 @@
+#include "runtime/semaphore.hpp"
+
+#include <mutex>
+
+#include "runtime/scheduler.hpp"
+#include "runtime/timer.hpp"
+
+namespace weft::rt {
+
+void Semaphore::acquire() {
+  SemWaiter w;
+  {
+    std::lock_guard g(lock_);
+    if (count_ > 0) {
+      --count_;
+      return;
+    }
+    waiters_.push_back(&w);
+  }
+  w.wait();
+}
+
+bool Semaphore::try_acquire() {
+  std::lock_guard g(lock_);
+  if (count_ > 0) {
+    --count_;
+    return true;
+  }
+  return false;
+}
+
+bool Semaphore::try_acquire_until(TimePoint deadline) {
+  SemWaiter w;
+  {
+    std::lock_guard g(lock_);
+    if (count_ > 0) {
+      --count_;
+      return true;
+    }
+    if (now() >= deadline) return false;
+    waiters_.push_back(&w);
+  }
+  TimerEntry timer;
+  timer.deadline_ns = to_ns(deadline);
+  timer.on_fire = [](void* arg) { static_cast<Waiter*>(arg)->wake(false); };
+  timer.arg = &w;
+  Processor::current()->timers().add(&timer);
+  w.wait();
+  TimerHeap::cancel(&timer);  // after this, the timer cannot be firing
+  std::lock_guard g(lock_);
+  if (w.linked) waiters_.remove(&w);  // the timer won: leave the queue
+  return w.granted;
+}
+
+void Semaphore::release(int64_t n) {
+  std::lock_guard g(lock_);
+  while (n > 0) {
+    auto* w = static_cast<SemWaiter*>(waiters_.pop_front());
+    if (!w) {
+      count_ += n;
+      return;
+    }
+    // Claim under our lock: a timed-out waiter takes this lock before it returns.
+    w->granted = true;
+    if (w->wake()) {
+      --n;
+    } else {
+      w->granted = false;  // its timer won; the permit goes to the next waiter
+    }
+  }
+}
+
+int64_t Semaphore::available() const {
+  std::lock_guard g(lock_);
+  return count_;
+}
+
+}  // namespace weft::rt

@@ -1,0 +1,96 @@
+#include "runtime/stack_pool.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <new>
+
+namespace weft::rt {
+
+namespace {
+constexpr unsigned kColours = 64;  // 64 colours x 64 bytes spans one 4 KiB L1 way
+}
+
+StackPool::StackPool(std::size_t stack_size) : page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {
+  stack_size_ = (stack_size + page_ - 1) / page_ * page_;
+}
+
+StackPool::~StackPool() {
+  for (void* m : mappings_) munmap(m, stack_size_ + page_);
+}
+
+Stack StackPool::map_one() {
+  std::size_t total = stack_size_ + page_;
+  // MAP_NORESERVE: untouched stack pages cost nothing, so do not charge them to overcommit.
+  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  // Each guard page splits the mapping in two VMAs; past vm.max_map_count (65530 here, so
+  // about 32k guarded stacks) mprotect fails with ENOMEM. Then run without guards (the
+  // unguarded mappings merge) rather than fail, and say so once.
+  if (guards_.load(std::memory_order_relaxed) && mprotect(m, page_, PROT_NONE) != 0 &&
+      guards_.exchange(false)) {
+    std::fputs("weft: vm.max_map_count reached; new fiber stacks get no guard page (raise the "
+               "sysctl, or lower the number of concurrent fibers)\n",
+               stderr);
+  }
+  Stack s;
+  s.bottom = static_cast<char*>(m) + page_;
+  s.size = stack_size_;
+  std::lock_guard lock(mu_);
+  unsigned colour = (next_colour_++ * 37) % kColours;  // 37: coprime, spreads neighbours
+  auto top = reinterpret_cast<std::uintptr_t>(s.bottom) + stack_size_ - colour * 64;
+  s.top = reinterpret_cast<void*>(top);
+  mappings_.push_back(m);
+  return s;
+}
+
+Stack StackPool::allocate(Cache* cache) {
+  if (cache && !cache->free.empty()) {
+    Stack s = cache->free.back();
+    cache->free.pop_back();
+    return s;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (!shared_.empty()) {
+      // Refill the cache with a batch so the next allocations are lock-free.
+      std::size_t n = cache ? std::min(shared_.size(), kCacheMax / 2) : 1;
+      Stack s = shared_.back();
+      shared_.pop_back();
+      for (std::size_t i = 1; i < n; ++i) {
+        cache->free.push_back(shared_.back());
+        shared_.pop_back();
+      }
+      return s;
+    }
+  }
+  return map_one();
+}
+
+void StackPool::release(Cache* cache, Stack stack) {
+  if (cache) {
+    if (cache->free.size() < kCacheMax) {
+      cache->free.push_back(stack);
+      return;
+    }
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < kCacheMax / 2; ++i) {
+      shared_.push_back(cache->free.back());
+      cache->free.pop_back();
+    }
+    shared_.push_back(stack);
+    return;
+  }
+  std::lock_guard lock(mu_);
+  shared_.push_back(stack);
+}
+
+std::size_t StackPool::mapped() const {
+  std::lock_guard lock(mu_);
+  return mappings_.size();
+}
+
+}  // namespace weft::rt

@@ -1,0 +1,70 @@
+// TimerHeap: one processor's timers, as a binary min-heap of entries owned by their waiters.
+//
+// An entry lives on the stack of the fiber that waits for it, which cancels it (or sees it
+// fire) before returning, so the heap never points at a dead stack. The heap is guarded by a
+// spinlock because a fiber woken by something else may run on another processor and cancel
+// its entry from there. on_fire runs under that lock, so once cancel() has returned no firing
+// is in progress and the entry may die. `earliest_ns` lets the owner skip the lock when
+// nothing is due. Entries fire in deadline order and never before their deadline.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "runtime/clock.hpp"
+#include "runtime/spinlock.hpp"
+
+namespace weft::rt {
+
+class TimerHeap;
+
+struct TimerEntry {
+  int64_t deadline_ns = 0;
+  uint64_t seq = 0;  // ties broken by insertion order
+  std::size_t index = 0;
+  TimerHeap* heap = nullptr;     // set while queued; guarded by that heap's lock
+  void (*on_fire)(void* arg) = nullptr;  // runs under the heap's lock: keep it short
+  void* arg = nullptr;
+};
+
+class TimerHeap {
+ public:
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+
+  /// Queues `e` to fire at e->deadline_ns; the caller keeps `e` alive until it fired or
+  /// cancel() returned.
+  void add(TimerEntry* e);
+
+  /// Removes `e` if it has not fired; returns true if it was removed before firing. Callable
+  /// from any thread; after it returns, `e` is no longer referenced and not being fired.
+  static bool cancel(TimerEntry* e);
+
+  /// Fires every entry due at `now_ns`, in deadline order; returns the number fired.
+  std::size_t fire_due(int64_t now_ns);
+
+  /// Returns the earliest deadline in ns, or kNone.
+  int64_t earliest() const { return earliest_ns_.load(std::memory_order_acquire); }
+
+  /// Returns the number of queued entries.
+  std::size_t size() const;
+
+ private:
+  bool less(const TimerEntry* a, const TimerEntry* b) const {
+    return a->deadline_ns < b->deadline_ns ||
+           (a->deadline_ns == b->deadline_ns && a->seq < b->seq);
+  }
+  void sift_up(std::size_t i);
+  void sift_down(std::size_t i);
+  void remove_at(std::size_t i);
+  void publish_earliest();
+
+  mutable Spinlock lock_;
+  std::vector<TimerEntry*> heap_;
+  uint64_t next_seq_ = 0;
+  std::atomic<int64_t> earliest_ns_{kNone};
+};
+
+}  // namespace weft::rt

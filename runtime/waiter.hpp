@@ -1,0 +1,135 @@
+// Waiter: one fiber waiting for one event that one of several wakers may deliver.
+//
+// The waker's claim is a CAS (pending -> waking), so exactly one waker wins. The winner
+// unparks the fiber and only then marks the waiter done; the fiber does not return from
+// wait() before it sees `done`, so the waker never touches a Waiter (which lives on the
+// waiting fiber's stack) or a Fiber that has moved on. Wakers that hold a wait list's lock
+// claim under that lock, so a fiber that woke for another reason can take the lock and
+// unlink itself safely.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "runtime/fiber.hpp"
+#include "runtime/spinlock.hpp"
+
+namespace weft::rt {
+
+class Waiter {
+ public:
+  enum : uint32_t { kPending = 0, kWaking = 1, kDone = 2 };
+
+  /// Makes a waiter for the calling fiber.
+  Waiter() : fiber_(current_fiber()) {}
+  /// Makes a waiter for `f` (used when a fiber waits on behalf of a known fiber).
+  explicit Waiter(Fiber* f) : fiber_(f) {}
+
+  /// Claims the waiter and wakes its fiber (next on this processor when `lifo`); returns
+  /// false when another waker already did.
+  bool wake(bool lifo = true) {
+    uint32_t expected = kPending;
+    if (!state_.compare_exchange_strong(expected, kWaking, std::memory_order_acq_rel)) {
+      return false;
+    }
+    detail::unpark(fiber_, lifo);
+    state_.store(kDone, std::memory_order_release);
+    return true;
+  }
+
+  /// Parks until some waker has claimed this waiter and finished waking it.
+  void wait() {
+    while (true) {
+      uint32_t s = state_.load(std::memory_order_acquire);
+      if (s == kDone) return;
+      if (s == kWaking) {
+        cpu_relax();  // the waker is between its unpark and its final store
+      } else {
+        park();
+      }
+    }
+  }
+
+  /// Makes a finished waiter pending again, for another wait; only when no waker can reach
+  /// it (it is on no list).
+  void reset() { state_.store(kPending, std::memory_order_relaxed); }
+
+  /// Returns whether some waker has claimed the waiter.
+  bool claimed() const { return state_.load(std::memory_order_acquire) != kPending; }
+
+  /// Claims the waiter for its own fiber (e.g. on timeout) so later wakers back off;
+  /// returns false when a waker claimed it first (then wait() for it to finish).
+  bool cancel() {
+    uint32_t expected = kPending;
+    return state_.compare_exchange_strong(expected, kDone, std::memory_order_acq_rel);
+  }
+
+  Fiber* fiber() const { return fiber_; }
+
+  Waiter* next = nullptr;  // intrusive links for wait lists, guarded by the list's lock
+  Waiter* prev = nullptr;
+  bool linked = false;
+
+ private:
+  Fiber* fiber_;
+  std::atomic<uint32_t> state_{kPending};
+};
+
+/// An intrusive FIFO of waiters; the owner's lock guards it.
+class WaitList {
+ public:
+  /// Appends w.
+  void push_back(Waiter* w) {
+    w->linked = true;
+    w->next = nullptr;
+    w->prev = tail_;
+    if (tail_) {
+      tail_->next = w;
+    } else {
+      head_ = w;
+    }
+    tail_ = w;
+  }
+  /// Prepends w (for a waiter that lost a race and keeps its place).
+  void push_front(Waiter* w) {
+    w->linked = true;
+    w->prev = nullptr;
+    w->next = head_;
+    if (head_) {
+      head_->prev = w;
+    } else {
+      tail_ = w;
+    }
+    head_ = w;
+  }
+  /// Removes and returns the first waiter, or nullptr.
+  Waiter* pop_front() {
+    Waiter* w = head_;
+    if (w) remove(w);
+    return w;
+  }
+  /// Returns the first waiter without removing it, or nullptr.
+  Waiter* front() const { return head_; }
+  /// Unlinks w, which must be in this list.
+  void remove(Waiter* w) {
+    if (w->prev) {
+      w->prev->next = w->next;
+    } else {
+      head_ = w->next;
+    }
+    if (w->next) {
+      w->next->prev = w->prev;
+    } else {
+      tail_ = w->prev;
+    }
+    w->next = w->prev = nullptr;
+    w->linked = false;
+  }
+  bool empty() const { return head_ == nullptr; }
+
+ private:
+  Waiter* head_ = nullptr;
+  Waiter* tail_ = nullptr;
+};
+
+}  // namespace weft::rt
