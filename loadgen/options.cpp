@@ -1,0 +1,389 @@
+#include "loadgen/options.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "weft_version.hpp"
+
+namespace weft::load {
+
+namespace {
+
+std::optional<double> parse_double(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  double v = 0.0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<std::uint64_t> parse_count(std::string_view s) {
+  if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// RFC 9110 token characters, the only ones a method may have.
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  for (unsigned char c : s) {
+    const bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+        std::string_view{"!#$%&'*+-.^_`|~"}.find(static_cast<char>(c)) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_request_target(std::string_view s) {
+  if (s.empty()) return false;
+  for (unsigned char c : s) {
+    if (c <= 0x20 || c == 0x7f) return false;
+  }
+  return true;
+}
+
+// What the command line gave, before it is checked and turned into Options.
+struct Raw {
+  std::optional<std::string> uri;
+  std::optional<double> rate;
+  std::optional<std::string> period;
+  std::optional<std::uint32_t> num_calls;
+  std::optional<std::string> wlog;
+  std::optional<std::string> wsesslog;
+  std::optional<double> zipf;
+  std::optional<std::string> files;
+  std::optional<std::string> sweep;
+  // 64-bit counts stay text until finish(): CLI11 2.1 lets strtoull wrap "-5" around.
+  std::optional<std::string> num_conns;
+  std::optional<std::string> max_conns;
+  std::optional<std::string> seed;
+  std::optional<double> warmup;
+};
+
+// Checks the combination and fills `o`; returns an error message, or nullopt when all is well.
+std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::string>& warnings) {
+  WorkloadSpec& w = o.workload;
+  if (!is_token(w.method)) return fmt::format("--method {}: not an HTTP method token", w.method);
+  auto count = [](const char* name, const std::optional<std::string>& text,
+                  std::uint64_t& into) -> std::optional<std::string> {
+    if (!text) return std::nullopt;
+    const auto v = parse_count(*text);
+    if (!v) return fmt::format("{} {}: not a whole number >= 0", name, *text);
+    into = *v;
+    return std::nullopt;
+  };
+  if (auto e = count("--seed", raw.seed, w.seed)) return e;
+  if (auto e = count("--max-conns", raw.max_conns, o.max_conns)) return e;
+  if (raw.num_conns) {
+    std::uint64_t n = 0;
+    if (auto e = count("--num-conns", raw.num_conns, n)) return e;
+    o.num_conns = n;
+  }
+
+  const int workloads = (raw.uri ? 1 : 0) + (raw.wlog ? 1 : 0) + (raw.wsesslog ? 1 : 0) +
+                        ((raw.zipf || raw.files) ? 1 : 0);
+  if (workloads > 1) {
+    return std::string{"choose one workload: --uri, --wlog, --wsesslog, or --zipf with --files"};
+  }
+  if (raw.zipf.has_value() != raw.files.has_value()) {
+    return std::string{raw.zipf ? "--zipf needs --files MANIFEST (the file set to draw from)"
+                                : "--files needs --zipf S (use --zipf 0 for uniform popularity)"};
+  }
+  if (raw.num_calls) {
+    if (*raw.num_calls == 0) return std::string{"--num-calls must be at least 1"};
+    w.num_calls = *raw.num_calls;
+  }
+  if (raw.uri) {
+    if (!is_request_target(*raw.uri)) {
+      return fmt::format("--uri '{}': empty, or holds whitespace or control characters", *raw.uri);
+    }
+    w.kind = WorkloadSpec::Kind::kUri;
+    w.uri = *raw.uri;
+  } else if (raw.zipf) {
+    if (!std::isfinite(*raw.zipf) || *raw.zipf < 0.0) {
+      return fmt::format("--zipf {}: the exponent must be a number >= 0", *raw.zipf);
+    }
+    w.kind = WorkloadSpec::Kind::kZipf;
+    w.zipf_s = *raw.zipf;
+    w.files = *raw.files;
+    if (w.files.empty()) return std::string{"--files: empty path"};
+  } else if (raw.wlog) {
+    const std::string& v = *raw.wlog;
+    if (v.size() < 3 || (v[0] != 'y' && v[0] != 'n') || v[1] != ',') {
+      return fmt::format("--wlog {}: expected B,FILE with B = y (wrap around) or n (stop)", v);
+    }
+    w.kind = WorkloadSpec::Kind::kWlog;
+    w.wlog_loop = v[0] == 'y';
+    w.wlog_file = v.substr(2);
+  } else if (raw.wsesslog) {
+    const std::string& v = *raw.wsesslog;
+    const std::size_t c1 = v.find(',');
+    const std::size_t c2 = c1 == std::string::npos ? c1 : v.find(',', c1 + 1);
+    if (c2 == std::string::npos || c2 + 1 >= v.size()) {
+      return fmt::format("--wsesslog {}: expected N,X,FILE (sessions, think time, file)", v);
+    }
+    const auto n = parse_count(std::string_view{v}.substr(0, c1));
+    const auto x = parse_double(std::string_view{v}.substr(c1 + 1, c2 - c1 - 1));
+    if (!n || *n == 0) return fmt::format("--wsesslog {}: N must be a count >= 1", v);
+    if (!x || *x < 0.0) return fmt::format("--wsesslog {}: X must be seconds >= 0", v);
+    w.kind = WorkloadSpec::Kind::kSessionLog;
+    w.sesslog_sessions = *n;
+    w.sesslog_think_s = *x;
+    w.sesslog_file = v.substr(c2 + 1);
+    if (o.num_conns) warnings.emplace_back("--num-conns is ignored with --wsesslog (N sets it)");
+    if (raw.num_calls) warnings.emplace_back("--num-calls is ignored with --wsesslog");
+  }
+
+  if (raw.rate && raw.period) {
+    return std::string{"give --rate or --period, not both (--rate R is --period d1/R)"};
+  }
+  if (raw.sweep && (raw.rate || raw.period)) {
+    return std::string{"--sweep sets the rate of each run: drop --rate and --period"};
+  }
+  if (raw.rate) {
+    if (!std::isfinite(*raw.rate) || *raw.rate < 0.0) {
+      return fmt::format("--rate {}: must be a number >= 0", *raw.rate);
+    }
+    o.period = Period::from_rate(*raw.rate);
+  } else if (raw.period) {
+    std::string error;
+    auto p = parse_period(*raw.period, error);
+    if (!p) return error;
+    o.period = *p;
+  }
+  if (raw.sweep) {
+    std::string error;
+    auto rates = parse_sweep(*raw.sweep, error);
+    if (!rates) return error;
+    o.sweep_rates = std::move(*rates);
+    if (!o.duration_s && !o.num_conns && w.kind != WorkloadSpec::Kind::kSessionLog) {
+      return std::string{"--sweep needs --duration or --num-conns to size each run"};
+    }
+  }
+
+  if (o.num_conns && *o.num_conns == 0) return std::string{"--num-conns must be at least 1"};
+  if (o.duration_s && (!std::isfinite(*o.duration_s) || *o.duration_s <= 0.0)) {
+    return fmt::format("--duration {}: must be a number of seconds > 0", *o.duration_s);
+  }
+  if (o.timeout_s && (!std::isfinite(*o.timeout_s) || *o.timeout_s <= 0.0)) {
+    return fmt::format("--timeout {}: must be a number of seconds > 0", *o.timeout_s);
+  }
+  if (raw.warmup) {
+    if (!std::isfinite(*raw.warmup) || *raw.warmup < 0.0) {
+      return fmt::format("--warmup {}: must be a number of seconds >= 0", *raw.warmup);
+    }
+    o.warmup_s = *raw.warmup;
+  }
+  if (o.warmup_s > 0.0 && o.duration_s && o.warmup_s >= *o.duration_s) {
+    return fmt::format("--warmup {} must be shorter than --duration {}", o.warmup_s, *o.duration_s);
+  }
+  if (o.threads < 1 || o.threads > 1024) {
+    return fmt::format("--threads {}: must be between 1 and 1024", o.threads);
+  }
+  if (o.sweep_rates.empty() && o.period.spacing == Spacing::kSequential && o.threads > 1) {
+    return std::string{
+        "--rate 0 (sequential sessions, the default) runs one session at a time: "
+        "give --rate or --period to use --threads"};
+  }
+  if (o.server.empty()) return std::string{"--server: empty host name"};
+  if (o.port == 0) return std::string{"--port must be between 1 and 65535"};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> Options::max_sessions() const {
+  if (workload.kind == WorkloadSpec::Kind::kSessionLog) return workload.sesslog_sessions;
+  if (num_conns) return *num_conns;
+  if (duration_s) return std::nullopt;
+  return 1;  // httperf's default --num-conns
+}
+
+std::optional<std::vector<double>> parse_sweep(const std::string& text, std::string& error) {
+  const std::size_t c1 = text.find(':');
+  const std::size_t c2 = c1 == std::string::npos ? c1 : text.find(':', c1 + 1);
+  if (c2 == std::string::npos) {
+    error = fmt::format("--sweep {}: expected FROM:TO:STEP (sessions per second)", text);
+    return std::nullopt;
+  }
+  const std::string_view v{text};
+  const auto from = parse_double(v.substr(0, c1));
+  const auto to = parse_double(v.substr(c1 + 1, c2 - c1 - 1));
+  const auto step = parse_double(v.substr(c2 + 1));
+  if (!from || !to || !step || *from <= 0.0 || *step <= 0.0 || *to < *from) {
+    error = fmt::format("--sweep {}: need 0 < FROM <= TO and STEP > 0", text);
+    return std::nullopt;
+  }
+  const double count = std::floor((*to - *from) / *step + 1e-9) + 1.0;
+  if (count > 1000.0) {
+    error = fmt::format("--sweep {}: {} rates; at most 1000", text, count);
+    return std::nullopt;
+  }
+  std::vector<double> rates;
+  // Multiply rather than add STEP repeatedly, so 0.1 steps do not drift.
+  for (int i = 0; i < static_cast<int>(count); ++i) rates.push_back(*from + i * *step);
+  return rates;
+}
+
+OptionsParse parse_options(int argc, const char* const* argv) {
+  Options o;
+  Raw raw;
+  CLI::App app{"weft-load: an httperf-style open-loop HTTP load generator", "weft-load"};
+  app.set_version_flag("-V,--version", std::string{"weft-load "} + kWeftVersion);
+  app.footer(
+      "Sessions start on a schedule that never waits for the server (open loop). With "
+      "--max-conns N, a session due while N connections are open fails at once as fd-unavail. "
+      "Usage errors exit with status 2.");
+
+  // httperf's options.
+  app.add_option("--server", o.server, "host name or address of the server")->capture_default_str();
+  app.add_option("--port", o.port, "server port")->capture_default_str();
+  app.add_option("--uri", raw.uri, "the URI every call asks for (default /)");
+  app.add_option("--method", o.workload.method, "request method")->capture_default_str();
+  app.add_option("--rate", raw.rate, "sessions started per second (0: one after another)");
+  app.add_option("--period", raw.period,
+                 "[d|u|e]T1[,T2]: fixed, uniform [T1,T2) or exponential (Poisson) gaps, seconds");
+  app.add_option("--num-conns", raw.num_conns, "sessions (connections) to start (default 1)");
+  app.add_option("--num-calls", raw.num_calls, "calls per connection, kept alive (default 1)");
+  app.add_option("--timeout", o.timeout_s, "seconds without progress before a call fails");
+  app.add_option("--wlog", raw.wlog, "B,FILE: URIs from FILE (NUL-separated); B=y wraps around");
+  app.add_option("--wsesslog", raw.wsesslog,
+                 "N,X,FILE: N sessions from httperf session log FILE, default think time X");
+  app.add_flag("--hog", o.hog, "accepted for httperf compatibility; no effect");
+
+  // weft-load's options.
+  app.add_option("--zipf", raw.zipf, "Zipf exponent S of file popularity (needs --files)");
+  app.add_option("--files", raw.files, "file-set manifest to draw URIs from (needs --zipf)");
+  app.add_option("--duration", o.duration_s, "stop starting sessions after this many seconds");
+  app.add_option("--seed", raw.seed, "seed of every random choice (default 1)");
+  app.add_option("--warmup", raw.warmup, "seconds at the start left out of every figure");
+  app.add_option("--threads", o.threads, "engine threads (processors)")->capture_default_str();
+  app.add_option("--max-conns", raw.max_conns, "cap on open connections (default 0: none)");
+  app.add_option("--json", o.json_file, "write the JSON report to FILE");
+  app.add_option("--csv", o.csv_file, "append CSV rows (one per rate) to FILE");
+  app.add_flag("--quiet", o.quiet, "print no text report");
+  app.add_option("--sweep", raw.sweep, "FROM:TO:STEP: one run per rate, sessions per second");
+  app.add_flag("--dry-run", o.dry_run, "print the plan and exit without sending anything");
+
+  OptionsParse result;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream out;
+    std::ostringstream err;
+    // CLI11 has its own codes (e.g. 109); usage errors exit 2, like most Unix tools.
+    result.exit_code = app.exit(e, out, err) == 0 ? 0 : 2;
+    result.output = out.str() + err.str();
+    return result;
+  }
+  if (auto error = finish(raw, o, result.warnings)) {
+    result.exit_code = 2;
+    result.output = fmt::format("weft-load: {}\nRun with --help for more information.\n", *error);
+    return result;
+  }
+  result.options = std::move(o);
+  return result;
+}
+
+std::string httperf_command_line(const Options& o, std::optional<double> rate) {
+  const WorkloadSpec& w = o.workload;
+  std::string line = "httperf";
+  if (o.hog) line += " --hog";
+  line += fmt::format(" --client=0/1 --server={} --port={}", o.server, o.port);
+  if (w.kind == WorkloadSpec::Kind::kUri) line += fmt::format(" --uri={}", w.uri);
+  if (w.method != "GET") line += fmt::format(" --method={}", w.method);
+  if (rate) {
+    line += fmt::format(" --rate={}", *rate);
+  } else if (o.period.spacing == Spacing::kFixed) {
+    line += fmt::format(" --rate={}", o.period.rate());
+  } else if (o.period.spacing != Spacing::kSequential) {
+    line += fmt::format(" --period={}", o.period.to_string());
+  }
+  if (o.timeout_s) line += fmt::format(" --timeout={}", *o.timeout_s);
+  if (w.kind == WorkloadSpec::Kind::kWlog) {
+    line += fmt::format(" --wlog={},{}", w.wlog_loop ? 'y' : 'n', w.wlog_file);
+  }
+  if (w.kind == WorkloadSpec::Kind::kSessionLog) {
+    line += fmt::format(" --wsesslog={},{:.3f},{}", w.sesslog_sessions, w.sesslog_think_s,
+                        w.sesslog_file);
+  } else {
+    if (o.num_conns) line += fmt::format(" --num-conns={}", *o.num_conns);
+    line += fmt::format(" --num-calls={}", w.num_calls);
+  }
+  // weft-load's own options, after httperf's.
+  if (w.kind == WorkloadSpec::Kind::kZipf) {
+    line += fmt::format(" --zipf={} --files={}", w.zipf_s, w.files);
+  }
+  if (o.duration_s) line += fmt::format(" --duration={}", *o.duration_s);
+  if (o.warmup_s > 0.0) line += fmt::format(" --warmup={}", o.warmup_s);
+  line += fmt::format(" --seed={}", w.seed);
+  if (o.threads != 1) line += fmt::format(" --threads={}", o.threads);
+  if (o.max_conns != 0) line += fmt::format(" --max-conns={}", o.max_conns);
+  return line;
+}
+
+std::string describe_plan(const Options& o) {
+  std::string out;
+  const WorkloadSpec& w = o.workload;
+  out += fmt::format("server:    {}:{}\n", o.server, o.port);
+  switch (w.kind) {
+    case WorkloadSpec::Kind::kUri:
+      out +=
+          fmt::format("workload:  {} {}, {} call(s) per session\n", w.method, w.uri, w.num_calls);
+      break;
+    case WorkloadSpec::Kind::kZipf:
+      out += fmt::format("workload:  {} files of {}, Zipf s={}, {} call(s) per session\n", w.method,
+                         w.files, w.zipf_s, w.num_calls);
+      break;
+    case WorkloadSpec::Kind::kWlog:
+      out += fmt::format("workload:  {} URIs of {} ({}), {} call(s) per session\n", w.method,
+                         w.wlog_file, w.wlog_loop ? "wrapping around" : "once", w.num_calls);
+      break;
+    case WorkloadSpec::Kind::kSessionLog:
+      out += fmt::format("workload:  {} sessions from {}, default think time {} s\n",
+                         w.sesslog_sessions, w.sesslog_file, w.sesslog_think_s);
+      break;
+  }
+  auto spacing_text = [](const Period& p) -> std::string {
+    switch (p.spacing) {
+      case Spacing::kSequential:
+        return "sequential (each session when the previous ends)";
+      case Spacing::kFixed:
+        return fmt::format("{} sessions/s, fixed gaps of {} s", p.rate(), p.t1);
+      case Spacing::kUniform:
+        return fmt::format("{} sessions/s, gaps uniform in [{}, {}) s", p.rate(), p.t1, p.t2);
+      case Spacing::kExponential:
+        return fmt::format("{} sessions/s, Poisson arrivals (mean gap {} s)", p.rate(), p.t1);
+    }
+    return "";
+  };
+  if (o.sweep_rates.empty()) {
+    out += fmt::format("schedule:  {}\n", spacing_text(o.period));
+  } else {
+    out += fmt::format("sweep:     {} runs at", o.sweep_rates.size());
+    for (double r : o.sweep_rates) out += fmt::format(" {}", r);
+    out += " sessions/s, fixed gaps\n";
+  }
+  const auto max = o.max_sessions();
+  out += fmt::format("sessions:  {}\n", max ? fmt::format("{}", *max) : "until the duration ends");
+  out += fmt::format("duration:  {}\n",
+                     o.duration_s ? fmt::format("{} s", *o.duration_s) : "until sessions end");
+  if (o.warmup_s > 0.0) out += fmt::format("warmup:    {} s, not measured\n", o.warmup_s);
+  out += fmt::format("timeout:   {}\n", o.timeout_s ? fmt::format("{} s", *o.timeout_s) : "none");
+  out += fmt::format("threads:   {}\n", o.threads);
+  out += fmt::format("max-conns: {}\n", o.max_conns ? fmt::format("{}", o.max_conns) : "no cap");
+  out += fmt::format("seed:      {}\n", w.seed);
+  if (!o.json_file.empty()) out += fmt::format("json:      {}\n", o.json_file);
+  if (!o.csv_file.empty()) out += fmt::format("csv:       {}\n", o.csv_file);
+  if (o.hog) out += "hog:       accepted, no effect\n";
+  return out;
+}
+
+}  // namespace weft::load
