@@ -1,12 +1,12 @@
 // The basic driver: an eventfd that unpark() writes and park() waits for with poll(2).
 // Used by runtimes that do no I/O (and by tests of the scheduler alone).
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <system_error>
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "runtime/driver.hpp"
 
@@ -45,6 +45,8 @@ class BasicDriver final : public Driver {
 
 }  // namespace
 
-std::unique_ptr<Driver> make_basic_driver() { return std::make_unique<BasicDriver>(); }
+std::unique_ptr<Driver> make_basic_driver() {
+  return std::make_unique<BasicDriver>();
+}
 
 }  // namespace weft::rt

@@ -11,7 +11,9 @@ using Duration = Clock::duration;
 using TimePoint = Clock::time_point;
 
 /// Returns the current monotonic time.
-inline TimePoint now() { return Clock::now(); }
+inline TimePoint now() {
+  return Clock::now();
+}
 
 /// Returns t as nanoseconds since the clock's epoch (for atomics and kernel timeouts).
 inline int64_t to_ns(TimePoint t) {

@@ -1,8 +1,8 @@
 #include "runtime/context.hpp"
 
-#include <pthread.h>
-
 #include <cstring>
+
+#include <pthread.h>
 
 #if defined(WEFT_ASAN)
 #include <sanitizer/common_interface_defs.h>
@@ -27,17 +27,17 @@ void prepare_context(ExecContext& ctx, void* stack_bottom, void* stack_top, Cont
   asm volatile("fnstcw %0" : "=m"(fpucw));
   uint64_t fpstate = mxcsr | (uint64_t{fpucw} << 32);
   sp[0] = fpstate;
-  sp[1] = 0;                                        // r15
-  sp[2] = 0;                                        // r14
-  sp[3] = reinterpret_cast<uint64_t>(arg);          // r13
-  sp[4] = reinterpret_cast<uint64_t>(entry);        // r12
-  sp[5] = 0;                                        // rbx
-  sp[6] = 0;                                        // rbp: ends frame-pointer walks
+  sp[1] = 0;                                                // r15
+  sp[2] = 0;                                                // r14
+  sp[3] = reinterpret_cast<uint64_t>(arg);                  // r13
+  sp[4] = reinterpret_cast<uint64_t>(entry);                // r12
+  sp[5] = 0;                                                // rbx
+  sp[6] = 0;                                                // rbp: ends frame-pointer walks
   sp[7] = reinterpret_cast<uint64_t>(&weft_rt_trampoline);  // return address
   ctx.sp = sp;
   ctx.stack_bottom = stack_bottom;
-  ctx.stack_size = static_cast<std::size_t>(static_cast<char*>(stack_top) -
-                                            static_cast<char*>(stack_bottom));
+  ctx.stack_size =
+      static_cast<std::size_t>(static_cast<char*>(stack_top) - static_cast<char*>(stack_bottom));
   ctx.asan_fake_stack = nullptr;
 #if defined(WEFT_TSAN)
   if (!ctx.tsan_fiber) ctx.tsan_fiber = __tsan_create_fiber(0);

@@ -61,9 +61,9 @@ struct Fiber {
   std::atomic<uint32_t> refs{0};
   bool is_main = false;
   uint64_t id = 0;
-  void (*invoke)(Fiber*) = nullptr;    // runs, then destroys, the callable
-  void (*discard)(Fiber*) = nullptr;   // destroys a callable that never ran
-  void* heap_callable = nullptr;       // callables larger than kInlineCallable live here
+  void (*invoke)(Fiber*) = nullptr;   // runs, then destroys, the callable
+  void (*discard)(Fiber*) = nullptr;  // destroys a callable that never ran
+  void* heap_callable = nullptr;      // callables larger than kInlineCallable live here
   alignas(std::max_align_t) unsigned char storage[kInlineCallable];
   char name[32] = {};
 
@@ -132,8 +132,7 @@ template <typename F>
 Fiber* prepare(Runtime* rt, F&& fn, const SpawnOptions& opts) {
   using Fn = std::decay_t<F>;
   Fiber* f = allocate_fiber(rt);
-  if constexpr (sizeof(Fn) <= Fiber::kInlineCallable &&
-                alignof(Fn) <= alignof(std::max_align_t)) {
+  if constexpr (sizeof(Fn) <= Fiber::kInlineCallable && alignof(Fn) <= alignof(std::max_align_t)) {
     ::new (static_cast<void*>(f->storage)) Fn(std::forward<F>(fn));
     f->invoke = [](Fiber* self) {
       Fn* c = std::launder(reinterpret_cast<Fn*>(self->storage));
@@ -154,7 +153,9 @@ Fiber* prepare(Runtime* rt, F&& fn, const SpawnOptions& opts) {
       } d{c};
       (*c)();
     };
-    f->discard = [](Fiber* self) { delete static_cast<Fn*>(std::exchange(self->heap_callable, nullptr)); };
+    f->discard = [](Fiber* self) {
+      delete static_cast<Fn*>(std::exchange(self->heap_callable, nullptr));
+    };
   }
   if (opts.name) {
     std::size_t i = 0;
@@ -179,7 +180,9 @@ FiberHandle spawn(F&& fn, SpawnOptions opts = {}) {
 Fiber* current_fiber();
 
 /// Returns whether the caller runs on a fiber.
-inline bool in_fiber() { return current_fiber() != nullptr; }
+inline bool in_fiber() {
+  return current_fiber() != nullptr;
+}
 
 /// Lets every other ready fiber of this processor run before the caller continues.
 void yield();
@@ -188,12 +191,16 @@ void yield();
 void park();
 
 /// Makes a parked fiber ready, or leaves it a permit so its next park() returns at once.
-inline void unpark(Fiber* f) { detail::unpark(f, true); }
+inline void unpark(Fiber* f) {
+  detail::unpark(f, true);
+}
 
 /// Parks the calling fiber until `deadline`; never returns earlier.
 void sleep_until(TimePoint deadline);
 
 /// Parks the calling fiber for at least `d`.
-inline void sleep_for(Duration d) { sleep_until(now() + d); }
+inline void sleep_for(Duration d) {
+  sleep_until(now() + d);
+}
 
 }  // namespace weft::rt

@@ -20,8 +20,20 @@ void Mutex::lock_slow() {
   while (true) {
     {
       std::lock_guard g(list_lock_);
-      if (try_lock()) return;
-      state_.fetch_or(kWaiters, std::memory_order_relaxed);
+      // Either take the lock or mark waiters while it is still held, atomically: marking
+      // after an unlock slipped in would leave us parked with nobody to wake us.
+      uint32_t s = state_.load(std::memory_order_relaxed);
+      while (true) {
+        if (!(s & kLocked)) {
+          if (state_.compare_exchange_weak(s, s | kLocked, std::memory_order_acquire,
+                                           std::memory_order_relaxed)) {
+            return;
+          }
+        } else if (state_.compare_exchange_weak(s, s | kWaiters, std::memory_order_relaxed,
+                                                std::memory_order_relaxed)) {
+          break;
+        }
+      }
       if (first) {
         w.since_ns = to_ns(now());
         waiters_.push_back(&w);

@@ -24,10 +24,10 @@ class Mutex {
  public:
   /// Makes an unlocked mutex that hands off to a waiter older than `handoff_after`.
   explicit Mutex(Duration handoff_after = std::chrono::milliseconds(1))
-      : handoff_after_ns_(handoff_after == Duration::max()
-                              ? INT64_MAX
-                              : std::chrono::duration_cast<std::chrono::nanoseconds>(handoff_after)
-                                    .count()) {}
+      : handoff_after_ns_(
+            handoff_after == Duration::max()
+                ? INT64_MAX
+                : std::chrono::duration_cast<std::chrono::nanoseconds>(handoff_after).count()) {}
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 

@@ -1,14 +1,14 @@
 // The scheduler loop, the idle protocol and the fiber lifecycle (see scheduler.hpp).
 #include "runtime/scheduler.hpp"
 
-#include <pthread.h>
-#include <sched.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include "runtime/waiter.hpp"
 
@@ -176,6 +176,8 @@ void Processor::after_switch() {
 }
 
 void Processor::release_fiber(Fiber* f) {
+  // TSan's fiber state cannot be reused: its shadow call stack still holds the frames of
+  // the fiber that ended by switching away. So it is made and destroyed per fiber.
   release_context(f->ctx);
   rt_.stacks_.release(&stack_cache_, f->stack);
   f->stack = Stack{};
@@ -316,8 +318,7 @@ void Processor::park_idle() {
 void Processor::park_current() {
   Fiber* cur = current_;
   uint32_t expected = Fiber::kNotified;
-  if (cur->park_state.compare_exchange_strong(expected, Fiber::kEmpty,
-                                              std::memory_order_acquire)) {
+  if (cur->park_state.compare_exchange_strong(expected, Fiber::kEmpty, std::memory_order_acquire)) {
     return;  // a permit was waiting
   }
   switch_from(cur, Pending::park, pick_fast());
@@ -357,7 +358,9 @@ void Processor::exit_current() {
   __builtin_unreachable();
 }
 
-void Processor::after_switch_public() { after_switch(); }
+void Processor::after_switch_public() {
+  after_switch();
+}
 
 // ---------------------------------------------------------------------------------------
 // Runtime
@@ -369,7 +372,8 @@ Runtime::Runtime(RuntimeOptions options)
     options_.processors = n > 0 ? static_cast<unsigned>(n) : 1;
   }
   for (unsigned i = 0; i < options_.processors; ++i) {
-    std::unique_ptr<Driver> d = options_.make_driver ? options_.make_driver(i) : make_basic_driver();
+    std::unique_ptr<Driver> d =
+        options_.make_driver ? options_.make_driver(i) : make_basic_driver();
     procs_.push_back(std::make_unique<Processor>(*this, i, std::move(d)));
   }
 }
@@ -570,7 +574,9 @@ void yield() {
   if (p && p->running()) p->yield_current();
 }
 
-void park() { Processor::current()->park_current(); }
+void park() {
+  Processor::current()->park_current();
+}
 
 void sleep_until(TimePoint deadline) {
   Processor* p = Processor::current();

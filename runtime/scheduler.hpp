@@ -42,10 +42,10 @@
 namespace weft::rt {
 
 struct RuntimeOptions {
-  unsigned processors = 0;           // 0: one per online CPU
-  bool pin = false;                  // pin processor i to the i-th allowed CPU
+  unsigned processors = 0;  // 0: one per online CPU
+  bool pin = false;         // pin processor i to the i-th allowed CPU
   std::size_t stack_size = 64 * 1024;
-  unsigned spin = 100;               // slow-path rounds before parking
+  unsigned spin = 100;  // slow-path rounds before parking
   // Makes each processor's driver; null: the basic driver (no I/O).
   std::function<std::unique_ptr<Driver>(unsigned index)> make_driver;
 };
@@ -96,9 +96,9 @@ class Processor {
   friend Fiber* detail::allocate_fiber(Runtime*);
   enum class Pending : uint8_t { none, park, requeue, lifo, exit };
 
-  void run();                     // the scheduler loop, on the thread's own stack
-  Fiber* pick_fast();             // local work only, never blocks
-  Fiber* find_work();             // slow path; null when the runtime stops
+  void run();          // the scheduler loop, on the thread's own stack
+  Fiber* pick_fast();  // local work only, never blocks
+  Fiber* find_work();  // slow path; null when the runtime stops
   Fiber* steal();
   void park_idle();
   void switch_from(Fiber* cur, Pending action, Fiber* next);

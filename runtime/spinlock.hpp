@@ -7,7 +7,9 @@
 namespace weft::rt {
 
 /// Hints the CPU that this is a spin-wait loop.
-inline void cpu_relax() { __builtin_ia32_pause(); }
+inline void cpu_relax() {
+  __builtin_ia32_pause();
+}
 
 class Spinlock {
  public:

@@ -1,11 +1,11 @@
 #include "runtime/stack_pool.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <new>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace weft::rt {
 
@@ -13,7 +13,8 @@ namespace {
 constexpr unsigned kColours = 64;  // 64 colours x 64 bytes spans one 4 KiB L1 way
 }
 
-StackPool::StackPool(std::size_t stack_size) : page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {
+StackPool::StackPool(std::size_t stack_size)
+    : page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {
   stack_size_ = (stack_size + page_ - 1) / page_ * page_;
 }
 
@@ -32,9 +33,10 @@ Stack StackPool::map_one() {
   // unguarded mappings merge) rather than fail, and say so once.
   if (guards_.load(std::memory_order_relaxed) && mprotect(m, page_, PROT_NONE) != 0 &&
       guards_.exchange(false)) {
-    std::fputs("weft: vm.max_map_count reached; new fiber stacks get no guard page (raise the "
-               "sysctl, or lower the number of concurrent fibers)\n",
-               stderr);
+    std::fputs(
+        "weft: vm.max_map_count reached; new fiber stacks get no guard page (raise the "
+        "sysctl, or lower the number of concurrent fibers)\n",
+        stderr);
   }
   Stack s;
   s.bottom = static_cast<char*>(m) + page_;

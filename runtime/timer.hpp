@@ -25,7 +25,7 @@ struct TimerEntry {
   int64_t deadline_ns = 0;
   uint64_t seq = 0;  // ties broken by insertion order
   std::size_t index = 0;
-  TimerHeap* heap = nullptr;     // set while queued; guarded by that heap's lock
+  TimerHeap* heap = nullptr;             // set while queued; guarded by that heap's lock
   void (*on_fire)(void* arg) = nullptr;  // runs under the heap's lock: keep it short
   void* arg = nullptr;
 };
@@ -53,8 +53,7 @@ class TimerHeap {
 
  private:
   bool less(const TimerEntry* a, const TimerEntry* b) const {
-    return a->deadline_ns < b->deadline_ns ||
-           (a->deadline_ns == b->deadline_ns && a->seq < b->seq);
+    return a->deadline_ns < b->deadline_ns || (a->deadline_ns == b->deadline_ns && a->seq < b->seq);
   }
   void sift_up(std::size_t i);
   void sift_down(std::size_t i);

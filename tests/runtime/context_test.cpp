@@ -1,11 +1,11 @@
 // Tests runtime/context: the switch preserves callee-saved and floating-point state.
 #include "runtime/context.hpp"
 
-#include <gtest/gtest.h>
-#include <sys/mman.h>
-
 #include <cfenv>
 #include <cstdint>
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
 
 namespace weft::rt {
 namespace {
@@ -22,9 +22,10 @@ void ping(void*, void* arg) {
   while (true) {
     ++p->rounds;
     // Clobber callee-saved registers and FP control state on this side.
-    asm volatile("xor %%rbx, %%rbx\n\txor %%r12, %%r12\n\txor %%r13, %%r13\n\t"
-                 "xor %%r14, %%r14\n\txor %%r15, %%r15" ::
-                     : "rbx", "r12", "r13", "r14", "r15");
+    asm volatile(
+        "xor %%rbx, %%rbx\n\txor %%r12, %%r12\n\txor %%r13, %%r13\n\t"
+        "xor %%r14, %%r14\n\txor %%r15, %%r15" ::
+            : "rbx", "r12", "r13", "r14", "r15");
     std::fesetround(FE_UPWARD);
     switch_context(p->other, p->main, nullptr, false);
   }

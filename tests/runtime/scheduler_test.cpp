@@ -2,13 +2,13 @@
 // exceptions, shutdown.
 #include "runtime/scheduler.hpp"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "runtime/fiber.hpp"
 
@@ -175,9 +175,7 @@ TEST(Scheduler, EscapingExceptionReachesHookWithName) {
     }
   });
   Runtime rt(opts(2));
-  rt.run([&] {
-    spawn([] { throw std::runtime_error("boom"); }, {.name = "thrower"}).join();
-  });
+  rt.run([&] { spawn([] { throw std::runtime_error("boom"); }, {.name = "thrower"}).join(); });
   set_exception_hook(old);
   EXPECT_EQ(g_hook_name, "thrower");
   EXPECT_EQ(g_hook_what, "boom");

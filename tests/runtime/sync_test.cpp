@@ -1,12 +1,12 @@
 // Tests the sync primitives (mutex, semaphore, condition_variable, latch, channel) under
 // contention across processors: no lost wake-up, exact totals, timeouts never early.
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <chrono>
 #include <mutex>
 #include <numeric>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "runtime/channel.hpp"
 #include "runtime/condition_variable.hpp"
@@ -243,7 +243,7 @@ TEST(WaitGroup, WaitsForEveryDone) {
     for (int round = 0; round < 3; ++round) {
       wg.add(100);
       for (int i = 0; i < 100; ++i) {
-        spawn([&] {
+        spawn([&, i] {
           sleep_for(std::chrono::microseconds(10 * (i % 10)));
           finished.fetch_add(1);
           wg.done();

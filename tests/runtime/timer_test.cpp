@@ -1,12 +1,12 @@
 // Tests runtime/timer and sleep: timers fire in order and never early.
 #include "runtime/timer.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <atomic>
 #include <random>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "runtime/scheduler.hpp"
 
