@@ -19,6 +19,10 @@ class Driver {
   /// Returns a short name for logs ("basic", "io_uring", "epoll").
   virtual const char* name() const = 0;
 
+  /// Owner thread, once, before the first poll/park: sets up thread-bound state (an
+  /// io_uring with SINGLE_ISSUER belongs to the thread that sets it up).
+  virtual void attach() {}
+
   /// Owner thread: flushes queued work and handles ready events without blocking; returns
   /// the number of events handled.
   virtual int poll() = 0;

@@ -8,8 +8,10 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include "runtime/io_driver.hpp"
 #include "runtime/waiter.hpp"
 
 namespace weft::rt {
@@ -90,6 +92,7 @@ Processor::Processor(Runtime& rt, unsigned index, std::unique_ptr<Driver> driver
     : rt_(rt),
       index_(index),
       driver_(std::move(driver)),
+      io_driver_(dynamic_cast<IoDriver*>(driver_.get())),
       rng_(0x9E3779B97F4A7C15ull * (index + 1)) {}
 
 Processor::~Processor() = default;
@@ -105,6 +108,15 @@ Processor::~Processor() = default;
 void Processor::run() {
   tls_processor = this;
   adopt_thread_context(sched_ctx_);
+  driver_->attach();
+  {
+    // The main fiber starts only once every processor has its driver (so an io_uring
+    // setup problem shows at start, and no fiber depends on a processor not yet there).
+    std::unique_lock lock(rt_.start_mu_);
+    ++rt_.attached_;
+    rt_.start_cv_.notify_all();
+    rt_.start_cv_.wait(lock, [&] { return rt_.attached_ == rt_.procs_.size(); });
+  }
   while (Fiber* f = find_work()) {
     current_ = f;
     resume(sched_ctx_, f, false);
@@ -381,6 +393,13 @@ Runtime::Runtime(RuntimeOptions options)
 Runtime::~Runtime() = default;
 
 void Runtime::run_main(Fiber* main) {
+  // SIGPIPE would kill the process when a sendfile or splice hits a closed connection (send
+  // uses MSG_NOSIGNAL, those cannot). Block it on every processor thread; threads inherit
+  // the mask, and processor 0 is the caller, whose mask is restored afterwards.
+  sigset_t pipe_set, saved_mask;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &saved_mask);
   push_global(main);
   std::vector<int> cpus = options_.pin ? allowed_cpus() : std::vector<int>{};
   cpu_set_t saved;
@@ -400,6 +419,11 @@ void Runtime::run_main(Fiber* main) {
   procs_[0]->run();
   for (std::size_t i = 1; i < procs_.size(); ++i) procs_[i]->thread_.join();
   if (restore) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+  // Drop a SIGPIPE left pending on this thread before unblocking it.
+  timespec zero{0, 0};
+  while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
+  }
+  pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
 
   // Fibers still queued never started: destroy their callables. Started ones that are
   // parked are abandoned; their stacks and blocks go with the Runtime.

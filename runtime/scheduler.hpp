@@ -25,6 +25,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -51,6 +52,7 @@ struct RuntimeOptions {
 };
 
 class Runtime;
+class IoDriver;
 
 class Processor {
  public:
@@ -66,6 +68,8 @@ class Processor {
   unsigned index() const { return index_; }
   /// Returns this processor's driver.
   Driver& driver() { return *driver_; }
+  /// Returns this processor's driver as an I/O driver, or nullptr when it does no I/O.
+  IoDriver* io_driver() { return io_driver_; }
   /// Returns this processor's timers.
   TimerHeap& timers() { return timers_; }
   /// Returns the runtime this processor belongs to.
@@ -111,6 +115,7 @@ class Processor {
   Runtime& rt_;
   unsigned index_;
   std::unique_ptr<Driver> driver_;
+  IoDriver* io_driver_;
   ExecContext sched_ctx_;
   Fiber* current_ = nullptr;
   Fiber* lifo_ = nullptr;
@@ -192,6 +197,11 @@ class Runtime {
   std::atomic<std::size_t> live_{0};
   std::atomic<uint64_t> next_id_{1};
   std::size_t leftover_ = 0;
+
+  // Start barrier: processors wait until every driver is attached.
+  std::mutex start_mu_;
+  std::condition_variable start_cv_;
+  std::size_t attached_ = 0;
 
   // Idle bookkeeping (see the header comment).
   std::atomic<uint32_t> searching_{0};

@@ -1,0 +1,290 @@
+// The epoll backend: readiness-based I/O for where io_uring is blocked (seccomp, sysctl).
+//
+// Socket operations are tried at once with non-blocking system calls; on EAGAIN the fiber
+// waits for readiness: its fd is added to the processor's epoll with EPOLLONESHOT, naming a
+// slot of the processor's wait table (index and generation, so an event that arrives after
+// the wait ended is recognised as stale). Events, timeouts (the processor's timer heap) and
+// cancel requests all complete a wait on the owner thread, which removes the fd from epoll
+// before waking the fiber; so nothing refers to the wait once the fiber runs again.
+// File reads and writes, open, statx and close are plain system calls: they block the
+// processor for as long as the kernel takes (page-cache hits are quick). splice is done
+// with SPLICE_F_NONBLOCK; sendfile like splice for sockets.
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime/io_driver.hpp"
+#include "runtime/scheduler.hpp"
+#include "runtime/timer.hpp"
+
+namespace weft::rt {
+namespace {
+
+constexpr uint64_t kWakeTag = ~uint64_t{0};
+
+class EpollDriver final : public IoDriver {
+ public:
+  explicit EpollDriver(const IoOptions&) {
+    epfd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epfd_ < 0 || wake_fd_ < 0) {
+      std::perror("weft: epoll/eventfd");
+      std::abort();
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWakeTag;
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  }
+
+  ~EpollDriver() override {
+    ::close(epfd_);
+    ::close(wake_fd_);
+  }
+
+  const char* name() const override { return "epoll"; }
+  const char* backend() const override { return "epoll"; }
+
+  int poll() override {
+    flush_cancels();
+    return wait_events(0);
+  }
+
+  void park(int64_t timeout_ns) override {
+    flush_cancels();
+    wait_events(timeout_ns);
+  }
+
+  void unpark() override {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+  }
+
+  int64_t execute(IoRequest& r) override {
+    switch (r.op) {
+      case IoOpcode::accept:
+        return retry(r, POLLIN, [&] {
+          return ::accept4(r.fd, static_cast<sockaddr*>(r.buf), r.addrlen, r.flags);
+        });
+      case IoOpcode::connect: {
+        if (::connect(r.fd, static_cast<const sockaddr*>(r.buf), static_cast<socklen_t>(r.len)) ==
+            0) {
+          return 0;
+        }
+        if (errno != EINPROGRESS && errno != EAGAIN) return -errno;
+        int64_t w = wait_ready(r.fd, POLLOUT, r.deadline, r.token);
+        if (w < 0) return w;
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(r.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
+        return -err;
+      }
+      case IoOpcode::recv:
+        return retry(r, POLLIN, [&] { return ::recv(r.fd, r.buf, r.len, r.flags | MSG_DONTWAIT); });
+      case IoOpcode::send:
+        return retry(r, POLLOUT,
+                     [&] { return ::send(r.fd, r.buf, r.len, r.flags | MSG_DONTWAIT); });
+      case IoOpcode::read:
+        return retry(r, POLLIN, [&] {
+          return r.off_in >= 0 ? ::pread(r.fd, r.buf, r.len, r.off_in) : ::read(r.fd, r.buf, r.len);
+        });
+      case IoOpcode::write:
+        return retry(r, POLLOUT, [&] {
+          return r.off_in >= 0 ? ::pwrite(r.fd, r.buf, r.len, r.off_in)
+                               : ::write(r.fd, r.buf, r.len);
+        });
+      case IoOpcode::splice:
+        return do_splice(r);
+      case IoOpcode::sendfile:
+        return retry(r, POLLOUT, [&] {
+          off_t off = r.off_in;
+          ssize_t n = ::sendfile(r.fd_out, r.fd, r.off_in >= 0 ? &off : nullptr, r.len);
+          return n;
+        });
+      case IoOpcode::openat2: {
+        long fd = ::syscall(SYS_openat2, r.fd, r.path, &r.how, sizeof r.how);
+        return fd < 0 ? -errno : fd;
+      }
+      case IoOpcode::statx:
+        return ::statx(r.fd, r.path, r.flags, r.mask, static_cast<struct ::statx*>(r.buf)) < 0
+                   ? -errno
+                   : 0;
+      case IoOpcode::close:
+        return ::close(r.fd) < 0 ? -errno : 0;
+      case IoOpcode::shutdown:
+        return ::shutdown(r.fd, r.flags) < 0 ? -errno : 0;
+      case IoOpcode::poll:
+        return wait_ready(r.fd, static_cast<short>(r.flags), r.deadline, r.token);
+    }
+    return -ENOSYS;
+  }
+
+ private:
+  // The state of one readiness wait; lives on the waiting fiber's stack.
+  struct EpollWait {
+    EpollWait(EpollDriver* d, CancelToken* token) : io(d, token), driver(d) {}
+    IoWait io;
+    EpollDriver* driver;
+    TimerEntry timer;
+    bool has_timer = false;
+    bool done = false;
+    int fd = -1;
+    uint32_t slot = 0;
+  };
+
+  struct Slot {
+    EpollWait* wait = nullptr;
+    uint32_t gen = 0;
+  };
+
+  // Runs attempt() until it does not say EAGAIN, waiting for `events` on the request's fd.
+  template <typename Attempt>
+  int64_t retry(IoRequest& r, short events, Attempt attempt) {
+    int fd = (r.op == IoOpcode::sendfile || r.op == IoOpcode::splice) ? r.fd_out : r.fd;
+    while (true) {
+      if (r.token && r.token->cancelled()) return -ECANCELED;
+      auto n = attempt();
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) return -errno;
+      int64_t w = wait_ready(fd, events, r.deadline, r.token);
+      if (w < 0) return w;
+    }
+  }
+
+  int64_t do_splice(IoRequest& r) {
+    bool wait_in = false;
+    while (true) {
+      if (r.token && r.token->cancelled()) return -ECANCELED;
+      loff_t in = r.off_in, out = r.off_out;
+      ssize_t n =
+          ::splice(r.fd, r.off_in >= 0 ? &in : nullptr, r.fd_out, r.off_out >= 0 ? &out : nullptr,
+                   r.len, static_cast<unsigned>(r.flags) | SPLICE_F_NONBLOCK);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) return -errno;
+      // Either the destination is full or a source pipe is empty: wait on each in turn.
+      int64_t w = wait_in ? wait_ready(r.fd, POLLIN, r.deadline, r.token)
+                          : wait_ready(r.fd_out, POLLOUT, r.deadline, r.token);
+      if (w < 0) return w;
+      wait_in = !wait_in;
+    }
+  }
+
+  // Parks until fd is ready for events, the deadline, or a cancel; returns revents or -errno.
+  int64_t wait_ready(int fd, short events, TimePoint deadline, CancelToken* token) {
+    EpollWait ew(this, token);
+    ew.io.backend = &ew;
+    if (!ew.io.begin()) return -ECANCELED;
+    ew.fd = fd;
+    ew.slot = alloc_slot(&ew);
+    epoll_event ev{};
+    ev.events = static_cast<uint32_t>(events) | EPOLLONESHOT;
+    ev.data.u64 = (uint64_t{slots_[ew.slot].gen} << 32) | ew.slot;
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) < 0) {
+      int err = errno;
+      free_slot(ew.slot);
+      ew.io.end();
+      return -err;
+    }
+    if (deadline != kNoDeadline) {
+      ew.has_timer = true;
+      ew.timer.deadline_ns = to_ns(deadline);
+      ew.timer.on_fire = [](void* a) {
+        auto* w = static_cast<EpollWait*>(a);
+        w->driver->complete(w, -ETIMEDOUT, true);
+      };
+      ew.timer.arg = &ew;
+      Processor::current()->timers().add(&ew.timer);
+    }
+    ew.io.waiter.wait();
+    ew.io.end();
+    return ew.io.result;
+  }
+
+  // Owner thread: ends a wait (event, timeout or cancel) and wakes its fiber.
+  void complete(EpollWait* w, int64_t result, bool from_timer) {
+    if (w->done) return;
+    w->done = true;
+    epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd, nullptr);
+    free_slot(w->slot);
+    // From the timer we run under the heap's lock; otherwise make sure it cannot fire.
+    if (w->has_timer && !from_timer) TimerHeap::cancel(&w->timer);
+    w->io.result = result;
+    mark_completed(&w->io);
+    w->io.waiter.wake(false);
+  }
+
+  uint32_t alloc_slot(EpollWait* w) {
+    uint32_t i;
+    if (!free_.empty()) {
+      i = free_.back();
+      free_.pop_back();
+    } else {
+      i = static_cast<uint32_t>(slots_.size());
+      slots_.push_back({});
+    }
+    slots_[i].wait = w;
+    return i;
+  }
+
+  void free_slot(uint32_t i) {
+    slots_[i].wait = nullptr;
+    ++slots_[i].gen;
+    free_.push_back(i);
+  }
+
+  void flush_cancels() {
+    for (IoWait* w = take_cancels(); w;) {
+      IoWait* next = w->next_cancel;
+      complete(static_cast<EpollWait*>(w->backend), -ECANCELED, false);
+      w = next;
+    }
+  }
+
+  int wait_events(int64_t timeout_ns) {
+    epoll_event evs[256];
+    timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
+    int n = epoll_pwait2(epfd_, evs, 256, timeout_ns < 0 ? nullptr : &ts, nullptr);
+    for (int i = 0; i < n; ++i) {
+      uint64_t d = evs[i].data.u64;
+      if (d == kWakeTag) {
+        uint64_t v;
+        [[maybe_unused]] ssize_t r = ::read(wake_fd_, &v, sizeof v);
+        continue;
+      }
+      uint32_t slot = static_cast<uint32_t>(d);
+      uint32_t gen = static_cast<uint32_t>(d >> 32);
+      if (slot < slots_.size() && slots_[slot].gen == gen && slots_[slot].wait) {
+        complete(slots_[slot].wait, static_cast<int64_t>(evs[i].events), false);
+      }
+    }
+    flush_cancels();  // requests that arrived while we slept
+    return n > 0 ? n : 0;
+  }
+
+  int epfd_ = -1;
+  int wake_fd_ = -1;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
+};
+
+}  // namespace
+
+std::unique_ptr<IoDriver> make_epoll_driver(const IoOptions& options) {
+  return std::make_unique<EpollDriver>(options);
+}
+
+}  // namespace weft::rt

@@ -1,0 +1,181 @@
+// The io:: calls: fill in an IoRequest and hand it to the calling processor's I/O driver.
+#include "runtime/io.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runtime/scheduler.hpp"
+
+namespace weft::rt::io {
+namespace {
+
+IoDriver& driver() {
+  Processor* p = Processor::current();
+  IoDriver* d = p ? p->io_driver() : nullptr;
+  if (!d) {
+    std::fputs("weft: rt::io call outside a fiber of a runtime with an I/O driver\n", stderr);
+    std::abort();
+  }
+  return *d;
+}
+
+int64_t run(IoRequest& r) {
+  return driver().execute(r);
+}
+
+}  // namespace
+
+int socket(int domain, int type, int protocol) {
+  int fd = ::socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+  return fd < 0 ? -errno : fd;
+}
+
+int accept(int fd, sockaddr* addr, socklen_t* addrlen, TimePoint deadline, CancelToken* token) {
+  IoRequest r{.op = IoOpcode::accept,
+              .fd = fd,
+              .buf = addr,
+              .addrlen = addrlen,
+              .flags = SOCK_NONBLOCK | SOCK_CLOEXEC,
+              .deadline = deadline,
+              .token = token};
+  return static_cast<int>(run(r));
+}
+
+int connect(int fd, const sockaddr* addr, socklen_t addrlen, TimePoint deadline,
+            CancelToken* token) {
+  IoRequest r{.op = IoOpcode::connect,
+              .fd = fd,
+              .buf = const_cast<sockaddr*>(addr),
+              .len = addrlen,
+              .deadline = deadline,
+              .token = token};
+  return static_cast<int>(run(r));
+}
+
+int64_t recv(int fd, void* buf, std::size_t len, int flags, TimePoint deadline,
+             CancelToken* token) {
+  IoRequest r{.op = IoOpcode::recv,
+              .fd = fd,
+              .buf = buf,
+              .len = len,
+              .flags = flags,
+              .deadline = deadline,
+              .token = token};
+  return run(r);
+}
+
+int64_t send(int fd, const void* buf, std::size_t len, int flags, TimePoint deadline,
+             CancelToken* token) {
+  IoRequest r{.op = IoOpcode::send,
+              .fd = fd,
+              .buf = const_cast<void*>(buf),
+              .len = len,
+              .flags = flags | MSG_NOSIGNAL,
+              .deadline = deadline,
+              .token = token};
+  return run(r);
+}
+
+int64_t send_all(int fd, const void* buf, std::size_t len, int flags, TimePoint deadline,
+                 CancelToken* token) {
+  const char* p = static_cast<const char*>(buf);
+  std::size_t done = 0;
+  while (done < len) {
+    int64_t n = send(fd, p + done, len - done, flags, deadline, token);
+    if (n < 0) return n;
+    if (n == 0) return -EPIPE;
+    done += static_cast<std::size_t>(n);
+  }
+  return static_cast<int64_t>(len);
+}
+
+int64_t read(int fd, void* buf, std::size_t len, int64_t offset, TimePoint deadline,
+             CancelToken* token) {
+  IoRequest r{.op = IoOpcode::read,
+              .fd = fd,
+              .buf = buf,
+              .len = len,
+              .off_in = offset,
+              .deadline = deadline,
+              .token = token};
+  return run(r);
+}
+
+int64_t write(int fd, const void* buf, std::size_t len, int64_t offset, TimePoint deadline,
+              CancelToken* token) {
+  IoRequest r{.op = IoOpcode::write,
+              .fd = fd,
+              .buf = const_cast<void*>(buf),
+              .len = len,
+              .off_in = offset,
+              .deadline = deadline,
+              .token = token};
+  return run(r);
+}
+
+int64_t splice(int fd_in, int64_t off_in, int fd_out, int64_t off_out, std::size_t len,
+               unsigned flags, TimePoint deadline, CancelToken* token) {
+  IoRequest r{.op = IoOpcode::splice,
+              .fd = fd_in,
+              .fd_out = fd_out,
+              .len = len,
+              .flags = static_cast<int>(flags),
+              .off_in = off_in,
+              .off_out = off_out,
+              .deadline = deadline,
+              .token = token};
+  return run(r);
+}
+
+int64_t sendfile(int fd_out, int fd_in, int64_t offset, std::size_t len, TimePoint deadline,
+                 CancelToken* token) {
+  IoRequest r{.op = IoOpcode::sendfile,
+              .fd = fd_in,
+              .fd_out = fd_out,
+              .len = len,
+              .off_in = offset,
+              .deadline = deadline,
+              .token = token};
+  return run(r);
+}
+
+int openat2(int dirfd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
+  IoRequest r{.op = IoOpcode::openat2,
+              .fd = dirfd,
+              .path = path,
+              .how = {.flags = flags | O_CLOEXEC, .mode = mode, .resolve = resolve}};
+  return static_cast<int>(run(r));
+}
+
+int statx(int dirfd, const char* path, int flags, unsigned mask, struct ::statx* out) {
+  IoRequest r{
+      .op = IoOpcode::statx, .fd = dirfd, .buf = out, .flags = flags, .path = path, .mask = mask};
+  return static_cast<int>(run(r));
+}
+
+int close(int fd) {
+  IoRequest r{.op = IoOpcode::close, .fd = fd};
+  return static_cast<int>(run(r));
+}
+
+int shutdown(int fd, int how) {
+  IoRequest r{.op = IoOpcode::shutdown, .fd = fd, .flags = how};
+  return static_cast<int>(run(r));
+}
+
+int poll(int fd, short events, TimePoint deadline, CancelToken* token) {
+  IoRequest r{
+      .op = IoOpcode::poll, .fd = fd, .flags = events, .deadline = deadline, .token = token};
+  return static_cast<int>(run(r));
+}
+
+const char* backend() {
+  return driver().backend();
+}
+
+}  // namespace weft::rt::io

@@ -1,0 +1,92 @@
+// weft::rt::io: I/O calls that park the calling fiber instead of blocking its processor.
+//
+// Each returns the result (a count, an fd, 0) or -errno; none sets errno. Each takes an
+// optional deadline (an absolute time; kNoDeadline for none): at the deadline the operation
+// is cancelled and the call returns -ETIMEDOUT, after the operation's final completion (so
+// buffers may live on the caller's stack). An optional CancelToken lets another fiber or
+// thread cancel the call (-ECANCELED). SIGPIPE is never raised: sends use MSG_NOSIGNAL.
+// Sockets made here are non-blocking and close-on-exec. Call only from fibers of a runtime
+// made with an I/O driver (make_io_driver_factory).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "runtime/clock.hpp"
+#include "runtime/io_driver.hpp"
+
+struct statx;
+
+namespace weft::rt::io {
+
+/// Creates a non-blocking, close-on-exec socket; returns the fd or -errno.
+int socket(int domain, int type, int protocol);
+
+/// Accepts a connection (non-blocking, close-on-exec); returns the new fd or -errno.
+int accept(int fd, sockaddr* addr, socklen_t* addrlen, TimePoint deadline = kNoDeadline,
+           CancelToken* token = nullptr);
+
+/// Connects fd to addr; returns 0 or -errno.
+int connect(int fd, const sockaddr* addr, socklen_t addrlen, TimePoint deadline = kNoDeadline,
+            CancelToken* token = nullptr);
+
+/// Receives up to len bytes; returns the count (0 at end of stream) or -errno.
+int64_t recv(int fd, void* buf, std::size_t len, int flags = 0, TimePoint deadline = kNoDeadline,
+             CancelToken* token = nullptr);
+
+/// Sends up to len bytes (MSG_MORE etc. in flags); returns the count sent or -errno.
+int64_t send(int fd, const void* buf, std::size_t len, int flags = 0,
+             TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
+
+/// Sends all len bytes, continuing after partial sends; returns len or -errno.
+int64_t send_all(int fd, const void* buf, std::size_t len, int flags = 0,
+                 TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
+
+/// Reads up to len bytes at offset (-1: the file position); returns the count or -errno.
+int64_t read(int fd, void* buf, std::size_t len, int64_t offset = -1,
+             TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
+
+/// Writes up to len bytes at offset (-1: the file position); returns the count or -errno.
+int64_t write(int fd, const void* buf, std::size_t len, int64_t offset = -1,
+              TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
+
+/// Moves up to len bytes between fds, one of which is a pipe (splice(2)); offsets -1 mean
+/// "none". The epoll backend cannot do this asynchronously and does a sendfile(2) from
+/// fd_in to fd_out instead when fd_out is not a pipe. Returns the count or -errno.
+int64_t splice(int fd_in, int64_t off_in, int fd_out, int64_t off_out, std::size_t len,
+               unsigned flags = 0, TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
+
+/// Sends up to len bytes of file fd_in from offset to socket fd_out with sendfile(2),
+/// waiting for room when the socket is full; returns the count or -errno.
+int64_t sendfile(int fd_out, int fd_in, int64_t offset, std::size_t len,
+                 TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
+
+/// Opens path relative to dirfd like openat2(2) (flags, mode, RESOLVE_* in resolve);
+/// returns the fd or -errno.
+int openat2(int dirfd, const char* path, uint64_t flags, uint64_t mode = 0, uint64_t resolve = 0);
+
+/// Opens path relative to dirfd like openat(2); returns the fd or -errno.
+inline int openat(int dirfd, const char* path, int flags, unsigned mode = 0) {
+  return openat2(dirfd, path, static_cast<uint64_t>(flags), mode, 0);
+}
+
+/// Fills *out like statx(2); returns 0 or -errno.
+int statx(int dirfd, const char* path, int flags, unsigned mask, struct ::statx* out);
+
+/// Closes fd; returns 0 or -errno.
+int close(int fd);
+
+/// Shuts down one or both directions of a socket; returns 0 or -errno.
+int shutdown(int fd, int how);
+
+/// Waits until fd is ready for `events` (POLLIN, POLLOUT...); returns the ready events or
+/// -errno.
+int poll(int fd, short events, TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
+
+/// Returns the I/O backend of the calling fiber's processor ("io_uring" or "epoll").
+const char* backend();
+
+}  // namespace weft::rt::io

@@ -1,0 +1,156 @@
+// The backend-independent half of the I/O drivers: cancellation hand-off, and choosing
+// io_uring or epoll at start.
+#include "runtime/io_driver.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <stdexcept>
+
+#include <liburing.h>
+#include <spdlog/spdlog.h>
+
+namespace weft::rt {
+
+// --- CancelToken / IoWait -------------------------------------------------------------
+
+void CancelToken::cancel() {
+  std::lock_guard g(lock_);
+  cancelled_ = true;
+  // Under our lock the waiting fiber cannot unregister (end() takes it), so the IoWait is
+  // alive while the driver queues the request.
+  if (inflight_) driver_->request_cancel(inflight_);
+}
+
+bool CancelToken::cancelled() const {
+  std::lock_guard g(lock_);
+  return cancelled_;
+}
+
+bool IoWait::begin() {
+  if (!token_) return true;
+  std::lock_guard g(token_->lock_);
+  if (token_->cancelled_) return false;
+  token_->inflight_ = this;
+  token_->driver_ = driver_;
+  return true;
+}
+
+void IoWait::end() {
+  if (!token_) return;
+  std::lock_guard g(token_->lock_);
+  if (token_->inflight_ == this) token_->inflight_ = nullptr;
+}
+
+void IoDriver::request_cancel(IoWait* w) {
+  {
+    std::lock_guard g(remote_lock_);
+    if (w->completed || w->cancel_queued) return;
+    w->cancel_queued = true;
+    w->next_cancel = cancels_;
+    cancels_ = w;
+  }
+  unpark();
+}
+
+void IoDriver::mark_completed(IoWait* w) {
+  if (!w->has_token()) {  // no token: no canceller can know about w
+    w->completed = true;
+    return;
+  }
+  std::lock_guard g(remote_lock_);
+  w->completed = true;
+  if (!w->cancel_queued) return;
+  for (IoWait** p = &cancels_; *p; p = &(*p)->next_cancel) {
+    if (*p == w) {
+      *p = w->next_cancel;
+      break;
+    }
+  }
+  w->cancel_queued = false;
+}
+
+void IoDriver::rearm(IoWait* w) {
+  w->waiter.reset();
+  if (!w->has_token()) {
+    w->completed = false;
+    return;
+  }
+  std::lock_guard g(remote_lock_);
+  w->completed = false;
+}
+
+IoWait* IoDriver::take_cancels() {
+  std::lock_guard g(remote_lock_);
+  IoWait* list = cancels_;
+  cancels_ = nullptr;
+  for (IoWait* w = list; w; w = w->next_cancel) w->cancel_queued = false;
+  return list;
+}
+
+// --- backend choice -------------------------------------------------------------------
+
+namespace {
+
+std::mutex g_backend_mu;
+std::string g_backend = "none";
+
+std::string io_uring_disabled_sysctl() {
+  std::ifstream f("/proc/sys/kernel/io_uring_disabled");
+  std::string v;
+  if (f >> v) return v;
+  return {};
+}
+
+}  // namespace
+
+DriverFactory make_io_driver_factory(const IoOptions& options) {
+  bool use_uring = options.backend != IoBackendKind::epoll;
+  if (use_uring) {
+    io_uring probe;
+    int rc = io_uring_queue_init(8, &probe, 0);
+    if (rc == 0) {
+      io_uring_queue_exit(&probe);
+    } else {
+      std::string sysctl = io_uring_disabled_sysctl();
+      std::string cause;
+      if (rc == -ENOSYS) {
+        cause =
+            "io_uring_setup returned ENOSYS: the system call is blocked (a container's "
+            "default seccomp profile does this) or the kernel lacks io_uring";
+      } else if (rc == -EPERM && !sysctl.empty() && sysctl != "0") {
+        cause = "io_uring_setup returned EPERM: sysctl kernel.io_uring_disabled=" + sysctl;
+      } else {
+        cause = std::string{"io_uring_setup failed: "} + std::strerror(-rc);
+      }
+      std::string fix =
+          "to use io_uring, run the container with a seccomp profile that allows "
+          "io_uring_setup, io_uring_enter and io_uring_register (conf/seccomp-io_uring.json), "
+          "or set sysctl kernel.io_uring_disabled=0";
+      if (options.backend == IoBackendKind::io_uring) {
+        throw std::runtime_error("io_uring is required by config but unavailable: " + cause + "; " +
+                                 fix);
+      }
+      spdlog::warn("io_uring unavailable ({}); using the epoll backend; {}", cause, fix);
+      use_uring = false;
+    }
+  } else {
+    spdlog::info("io backend: epoll (forced by configuration)");
+  }
+  {
+    std::lock_guard g(g_backend_mu);
+    g_backend = use_uring ? "io_uring" : "epoll";
+  }
+  if (use_uring) {
+    return [options](unsigned) -> std::unique_ptr<Driver> { return make_io_uring_driver(options); };
+  }
+  return [options](unsigned) -> std::unique_ptr<Driver> { return make_epoll_driver(options); };
+}
+
+std::string chosen_io_backend() {
+  std::lock_guard g(g_backend_mu);
+  return g_backend;
+}
+
+}  // namespace weft::rt

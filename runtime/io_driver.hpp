@@ -1,0 +1,172 @@
+// IoDriver: a processor's driver that also performs I/O for its fibers (io_uring or epoll).
+//
+// A fiber asks the driver of the processor it runs on to execute an IoRequest; the driver
+// parks the fiber until the operation's final completion, so the request and the wait state
+// live on the fiber's stack. Only the owner processor touches its ring or its wait table;
+// other threads reach it through unpark() and request_cancel(), which queue work for the
+// owner.
+//
+// Backends (chosen by make_io_driver_factory): io_uring (io_uring_driver.cpp) and epoll
+// (epoll_driver.cpp), both behind this interface. Sockets are non-blocking in both; io_uring
+// arms its own poll, and the rare -EAGAIN it can return for such sockets is retried after a
+// poll.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <linux/openat2.h>
+#include <sys/socket.h>
+
+#include "runtime/clock.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/spinlock.hpp"
+#include "runtime/waiter.hpp"
+
+struct statx;
+
+namespace weft::rt {
+
+class IoDriver;
+
+enum class IoBackendKind { automatic, io_uring, epoll };
+
+struct IoOptions {
+  IoBackendKind backend = IoBackendKind::automatic;
+  unsigned ring_entries = 1024;
+  unsigned iowq_bounded = 4;  // IORING_REGISTER_IOWQ_MAX_WORKERS, per ring
+  unsigned iowq_unbounded = 4;
+};
+
+/// The absence of a deadline.
+inline constexpr TimePoint kNoDeadline = TimePoint::max();
+
+/// Lets any fiber or thread cancel the operation another fiber has in flight under this
+/// token, and every later one (they then fail with -ECANCELED at once).
+class CancelToken {
+ public:
+  CancelToken() = default;
+  CancelToken(const CancelToken&) = delete;
+  CancelToken& operator=(const CancelToken&) = delete;
+
+  /// Cancels the operation in flight (its result becomes -ECANCELED) and all later ones.
+  void cancel();
+
+  /// Returns whether cancel() was called.
+  bool cancelled() const;
+
+ private:
+  friend class IoWait;
+  mutable Spinlock lock_;
+  bool cancelled_ = false;
+  class IoWait* inflight_ = nullptr;
+  IoDriver* driver_ = nullptr;
+};
+
+enum class IoOpcode : uint8_t {
+  accept,
+  connect,
+  recv,
+  send,
+  read,
+  write,
+  splice,
+  sendfile,
+  openat2,
+  statx,
+  close,
+  shutdown,
+  poll
+};
+
+/// One operation, as the io:: functions fill it in.
+struct IoRequest {
+  IoOpcode op;
+  int fd = -1;                   // the operand; for splice/sendfile the source; for openat2 the dir
+  int fd_out = -1;               // splice/sendfile destination
+  void* buf = nullptr;           // data; or sockaddr (accept/connect); or struct statx*
+  uint64_t len = 0;              // bytes; or socklen_t (connect)
+  socklen_t* addrlen = nullptr;  // accept
+  int flags = 0;                 // MSG_*, accept4 flags, statx flags, poll events, SHUT_*, splice
+  int64_t off_in = -1;           // read/write/sendfile/splice source offset (-1: none)
+  int64_t off_out = -1;          // splice destination offset
+  const char* path = nullptr;
+  open_how how{};     // openat2: flags, mode, resolve
+  unsigned mask = 0;  // statx mask
+  TimePoint deadline = kNoDeadline;
+  CancelToken* token = nullptr;
+};
+
+/// The wait state of one operation in flight, on the waiting fiber's stack.
+class IoWait {
+ public:
+  IoWait(IoDriver* driver, CancelToken* token) : driver_(driver), token_(token) {}
+
+  /// Registers with the token; returns false when the token is already cancelled.
+  bool begin();
+  /// Unregisters from the token; after this no canceller can reach this wait.
+  void end();
+
+  /// Returns whether a token (hence a canceller from another thread) is involved.
+  bool has_token() const { return token_ != nullptr; }
+
+  /// Returns the token, or nullptr.
+  CancelToken* token() const { return token_; }
+
+  Waiter waiter;
+  int64_t result = 0;
+  // Owner-side bookkeeping (guarded by the driver's remote lock where noted).
+  bool completed = false;      // remote lock
+  bool cancel_queued = false;  // remote lock
+  IoWait* next_cancel = nullptr;
+  void* backend = nullptr;  // per-backend state (epoll: the slot)
+
+ private:
+  IoDriver* driver_;
+  CancelToken* token_;
+};
+
+class IoDriver : public Driver {
+ public:
+  /// Returns "io_uring" or "epoll".
+  virtual const char* backend() const = 0;
+
+  /// Owner fiber: performs `req`, parking the calling fiber until its final completion;
+  /// returns the result or -errno (-ETIMEDOUT past the deadline, -ECANCELED by the token).
+  virtual int64_t execute(IoRequest& req) = 0;
+
+  /// Any thread: asks the owner to cancel `w` if it is still in flight.
+  void request_cancel(IoWait* w);
+
+ protected:
+  // Owner: marks w completed and unqueues a pending cancel; call before waking its fiber.
+  void mark_completed(IoWait* w);
+  // Owner: takes the queued cancel requests (each still in flight).
+  IoWait* take_cancels();
+  // Owner: makes a completed wait ready for another phase of the same operation.
+  void rearm(IoWait* w);
+
+  Spinlock remote_lock_;
+  IoWait* cancels_ = nullptr;
+};
+
+/// Makes processor i's driver.
+using DriverFactory = std::function<std::unique_ptr<Driver>(unsigned index)>;
+
+/// Probes io_uring once (logging the outcome, and the reason and fix on a fallback) and
+/// returns a factory for the chosen backend; throws std::runtime_error when io_uring is
+/// required by `options` but unavailable.
+DriverFactory make_io_driver_factory(const IoOptions& options);
+
+/// Returns the backend the last make_io_driver_factory chose ("io_uring" or "epoll").
+std::string chosen_io_backend();
+
+/// Makes an io_uring driver (the ring itself is set up on the owner thread, in attach()).
+std::unique_ptr<IoDriver> make_io_uring_driver(const IoOptions& options);
+
+/// Makes an epoll driver.
+std::unique_ptr<IoDriver> make_epoll_driver(const IoOptions& options);
+
+}  // namespace weft::rt

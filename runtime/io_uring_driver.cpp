@@ -1,0 +1,368 @@
+// The io_uring backend: one ring per processor, set up on the processor's own thread.
+//
+// Submissions queue up in the SQ while the processor runs fibers and go to the kernel in
+// one io_uring_enter when it polls (its queue ran dry, or every 61 picks) or parks. A parked
+// processor blocks in io_uring_enter waiting for one completion, with its next timer as the
+// timeout. Other threads wake it by writing an eventfd that the ring keeps a read pending
+// on. Deadlines are linked timeouts (IORING_OP_LINK_TIMEOUT, absolute, CLOCK_MONOTONIC).
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include <liburing.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runtime/io_driver.hpp"
+
+namespace weft::rt {
+namespace {
+
+constexpr uint64_t kWakeTag = 1;    // the eventfd read
+constexpr uint64_t kIgnoreTag = 2;  // link timeouts and cancels: nothing waits for them
+
+struct FlagSet {
+  unsigned flags;
+  const char* name;
+};
+
+// Best first; each later one drops what an older kernel refuses.
+constexpr FlagSet kFlagSets[] = {
+    {IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+     "SINGLE_ISSUER|DEFER_TASKRUN|TASKRUN_FLAG"},
+    {IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, "SINGLE_ISSUER|DEFER_TASKRUN"},
+    {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG, "COOP_TASKRUN|TASKRUN_FLAG"},
+    {IORING_SETUP_COOP_TASKRUN, "COOP_TASKRUN"},
+    {0, "none"},
+};
+
+std::once_flag g_logged;
+
+// Which fd and events to wait for when an operation on a non-blocking fd says -EAGAIN.
+struct Readiness {
+  int fd;
+  short events;
+};
+
+Readiness readiness_for(const IoRequest& r) {
+  switch (r.op) {
+    case IoOpcode::accept:
+    case IoOpcode::recv:
+    case IoOpcode::read:
+      return {r.fd, POLLIN};
+    case IoOpcode::splice:
+    case IoOpcode::sendfile:
+      return {r.fd_out, POLLOUT};
+    default:
+      return {r.fd, POLLOUT};
+  }
+}
+
+class IoUringDriver final : public IoDriver {
+ public:
+  explicit IoUringDriver(const IoOptions& o) : options_(o) {
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd_ < 0) {
+      std::perror("weft: eventfd");
+      std::abort();
+    }
+  }
+
+  ~IoUringDriver() override {
+    if (ready_) io_uring_queue_exit(&ring_);
+    ::close(wake_fd_);
+  }
+
+  const char* name() const override { return "io_uring"; }
+  const char* backend() const override { return "io_uring"; }
+
+  void attach() override {
+    int rc = -EINVAL;
+    const FlagSet* chosen = nullptr;
+    for (const FlagSet& set : kFlagSets) {
+      io_uring_params p{};
+      p.flags = set.flags | IORING_SETUP_CQSIZE;
+      p.cq_entries = options_.ring_entries * 4;  // room for completions of many in flight
+      rc = io_uring_queue_init_params(options_.ring_entries, &ring_, &p);
+      if (rc == 0) {
+        chosen = &set;
+        break;
+      }
+    }
+    if (!chosen) {
+      std::fprintf(stderr, "weft: io_uring setup failed on a processor thread: %s\n",
+                   std::strerror(-rc));
+      std::abort();
+    }
+    ready_ = true;
+    unsigned workers[2] = {options_.iowq_bounded, options_.iowq_unbounded};
+    int wrc = io_uring_register_iowq_max_workers(&ring_, workers);
+    std::call_once(g_logged, [&] {
+      spdlog::info(
+          "io backend: io_uring, ring flags {}, {} entries; kernel workers per ring "
+          "bounded {} unbounded {}{}",
+          chosen->name, options_.ring_entries, options_.iowq_bounded, options_.iowq_unbounded,
+          wrc < 0 ? std::string{" (IOWQ_MAX_WORKERS refused: "} + std::strerror(-wrc) + ")"
+                  : std::string{});
+    });
+    arm_wake();
+    io_uring_submit(&ring_);
+  }
+
+  int poll() override {
+    flush_cancels();
+    unsigned kflags = IO_URING_READ_ONCE(*ring_.sq.kflags);
+    if (io_uring_sq_ready(&ring_) > 0 || (kflags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
+      enter_submit();
+    }
+    return reap();
+  }
+
+  void park(int64_t timeout_ns) override {
+    flush_cancels();
+    if (!wake_armed_) arm_wake();
+    io_uring_cqe* cqe = nullptr;
+    if (io_uring_cq_ready(&ring_) == 0) {
+      __kernel_timespec ts;
+      __kernel_timespec* tsp = nullptr;
+      if (timeout_ns >= 0) {
+        ts.tv_sec = timeout_ns / 1'000'000'000;
+        ts.tv_nsec = timeout_ns % 1'000'000'000;
+        tsp = &ts;
+      }
+      io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, tsp, nullptr);
+    } else {
+      enter_submit();
+    }
+    reap();
+  }
+
+  void unpark() override {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+  }
+
+  int64_t execute(IoRequest& req) override {
+    switch (req.op) {
+      case IoOpcode::sendfile:
+        return do_sendfile(req);
+      default:
+        break;
+    }
+    IoWait w(this, req.token);
+    if (!w.begin()) return -ECANCELED;
+    int64_t res = submit_and_wait(req, w, false);
+    // A non-blocking socket (or pipe) can still say -EAGAIN through io_uring: wait until
+    // it is ready, then try again.
+    while (res == -EAGAIN || res == -EINTR ||
+           (req.op == IoOpcode::connect && res == -EINPROGRESS)) {
+      if (req.token && req.token->cancelled()) {
+        res = -ECANCELED;
+        break;
+      }
+      rearm(&w);
+      int64_t p = submit_and_wait(req, w, true);
+      if (p < 0) {
+        res = p;
+        break;
+      }
+      if (req.op == IoOpcode::connect) {
+        res = socket_error(req.fd);
+        break;
+      }
+      rearm(&w);
+      res = submit_and_wait(req, w, false);
+    }
+    w.end();
+    return translate(res, req);
+  }
+
+ private:
+  static int64_t socket_error(int fd) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
+    return -err;
+  }
+
+  static int64_t translate(int64_t res, const IoRequest& req) {
+    if (res != -ECANCELED) return res;
+    if (req.token && req.token->cancelled()) return -ECANCELED;
+    if (req.deadline != kNoDeadline) return -ETIMEDOUT;  // the linked timeout cancelled it
+    return res;
+  }
+
+  io_uring_sqe* get_sqe() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    while (!sqe) {
+      enter_submit();
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    return sqe;
+  }
+
+  void enter_submit() {
+    int rc = io_uring_submit_and_get_events(&ring_);
+    if (rc == -EBUSY) reap();  // CQ backlog: make room, the next poll submits
+  }
+
+  // Queues the operation (or, when `poll_phase`, a readiness poll for it) and parks until
+  // its completion; returns the CQE result.
+  int64_t submit_and_wait(const IoRequest& r, IoWait& w, bool poll_phase) {
+    if (io_uring_sq_space_left(&ring_) < 2) enter_submit();
+    io_uring_sqe* sqe = get_sqe();
+    if (poll_phase) {
+      Readiness rd = readiness_for(r);
+      io_uring_prep_poll_add(sqe, rd.fd, static_cast<unsigned>(rd.events));
+    } else {
+      prep(sqe, r);
+    }
+    io_uring_sqe_set_data64(sqe, reinterpret_cast<uint64_t>(&w));
+    __kernel_timespec ts;
+    if (r.deadline != kNoDeadline) {
+      int64_t ns = to_ns(r.deadline);
+      ts.tv_sec = ns / 1'000'000'000;
+      ts.tv_nsec = ns % 1'000'000'000;
+      sqe->flags |= IOSQE_IO_LINK;
+      io_uring_sqe* t = get_sqe();
+      io_uring_prep_link_timeout(t, &ts, IORING_TIMEOUT_ABS);
+      io_uring_sqe_set_data64(t, kIgnoreTag);
+    }
+    // ts lives on this frame until the completion: the kernel reads it at submission.
+    w.waiter.wait();
+    return w.result;
+  }
+
+  static void prep(io_uring_sqe* sqe, const IoRequest& r) {
+    switch (r.op) {
+      case IoOpcode::accept:
+        io_uring_prep_accept(sqe, r.fd, static_cast<sockaddr*>(r.buf), r.addrlen, r.flags);
+        break;
+      case IoOpcode::connect:
+        io_uring_prep_connect(sqe, r.fd, static_cast<const sockaddr*>(r.buf),
+                              static_cast<socklen_t>(r.len));
+        break;
+      case IoOpcode::recv:
+        io_uring_prep_recv(sqe, r.fd, r.buf, r.len, r.flags);
+        break;
+      case IoOpcode::send:
+        io_uring_prep_send(sqe, r.fd, r.buf, r.len, r.flags);
+        break;
+      case IoOpcode::read:
+        io_uring_prep_read(sqe, r.fd, r.buf,
+                           static_cast<unsigned>(std::min<uint64_t>(r.len, UINT_MAX)),
+                           static_cast<uint64_t>(r.off_in));
+        break;
+      case IoOpcode::write:
+        io_uring_prep_write(sqe, r.fd, r.buf,
+                            static_cast<unsigned>(std::min<uint64_t>(r.len, UINT_MAX)),
+                            static_cast<uint64_t>(r.off_in));
+        break;
+      case IoOpcode::splice:
+        io_uring_prep_splice(sqe, r.fd, r.off_in, r.fd_out, r.off_out,
+                             static_cast<unsigned>(std::min<uint64_t>(r.len, UINT_MAX)),
+                             static_cast<unsigned>(r.flags));
+        break;
+      case IoOpcode::openat2: {
+        // open_how is read at submission; the request outlives it (the fiber is parked).
+        io_uring_prep_openat2(sqe, r.fd, r.path, const_cast<open_how*>(&r.how));
+        break;
+      }
+      case IoOpcode::statx:
+        io_uring_prep_statx(sqe, r.fd, r.path, r.flags, r.mask,
+                            static_cast<struct ::statx*>(r.buf));
+        break;
+      case IoOpcode::close:
+        io_uring_prep_close(sqe, r.fd);
+        break;
+      case IoOpcode::shutdown:
+        io_uring_prep_shutdown(sqe, r.fd, r.flags);
+        break;
+      case IoOpcode::poll:
+        io_uring_prep_poll_add(sqe, r.fd, static_cast<unsigned>(r.flags));
+        break;
+      case IoOpcode::sendfile:
+        break;  // handled synchronously
+    }
+  }
+
+  // sendfile has no io_uring opcode: the copy itself does not block for cached files, so do
+  // it here on the non-blocking socket and poll through the ring when the socket is full.
+  int64_t do_sendfile(IoRequest& req) {
+    off_t off = req.off_in;
+    while (true) {
+      ssize_t n = ::sendfile(req.fd_out, req.fd, req.off_in >= 0 ? &off : nullptr, req.len);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) return -errno;
+      IoRequest p{.op = IoOpcode::poll,
+                  .fd = req.fd_out,
+                  .flags = POLLOUT,
+                  .deadline = req.deadline,
+                  .token = req.token};
+      int64_t r = execute(p);
+      if (r < 0) return r;
+    }
+  }
+
+  void arm_wake() {
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_read(sqe, wake_fd_, &wake_buf_, sizeof wake_buf_, 0);
+    io_uring_sqe_set_data64(sqe, kWakeTag);
+    wake_armed_ = true;
+  }
+
+  void flush_cancels() {
+    for (IoWait* w = take_cancels(); w;) {
+      IoWait* next = w->next_cancel;
+      io_uring_sqe* sqe = get_sqe();
+      io_uring_prep_cancel64(sqe, reinterpret_cast<uint64_t>(w), 0);
+      io_uring_sqe_set_data64(sqe, kIgnoreTag);
+      w = next;
+    }
+  }
+
+  int reap() {
+    io_uring_cqe* cqe;
+    unsigned head;
+    unsigned n = 0;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      uint64_t ud = cqe->user_data;
+      if (ud == kWakeTag) {
+        wake_armed_ = false;
+      } else if (ud != kIgnoreTag) {
+        auto* w = reinterpret_cast<IoWait*>(ud);
+        w->result = cqe->res;
+        mark_completed(w);
+        w->waiter.wake(false);
+      }
+      ++n;
+    }
+    io_uring_cq_advance(&ring_, n);
+    if (!wake_armed_) arm_wake();
+    return static_cast<int>(n);
+  }
+
+  IoOptions options_;
+  io_uring ring_{};
+  bool ready_ = false;
+  int wake_fd_ = -1;
+  uint64_t wake_buf_ = 0;
+  bool wake_armed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<IoDriver> make_io_uring_driver(const IoOptions& options) {
+  return std::make_unique<IoUringDriver>(options);
+}
+
+}  // namespace weft::rt

@@ -1,0 +1,502 @@
+// Tests runtime/io on both backends: echo with 10k connections, deadlines, cancellation,
+// SIGPIPE, EMFILE, file operations, and the bound on io_uring's kernel workers.
+#include "runtime/io.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/openat2.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/latch.hpp"
+#include "runtime/scheduler.hpp"
+
+namespace weft::rt {
+namespace {
+
+using namespace std::chrono_literals;
+
+int count_fds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (readdir(d)) ++n;
+  closedir(d);
+  return n - 3;  // ".", "..", and the dir's own fd
+}
+
+int count_threads() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  while (readdir(d)) ++n;
+  closedir(d);
+  return n - 2;
+}
+
+class IoTest : public ::testing::TestWithParam<IoBackendKind> {
+ protected:
+  RuntimeOptions opts(unsigned processors = 2, IoOptions io = {}) {
+    io.backend = GetParam();
+    RuntimeOptions o;
+    o.processors = processors;
+    o.make_driver = make_io_driver_factory(io);
+    return o;
+  }
+};
+
+// Listens on 127.0.0.1 with an ephemeral port; returns the fd and fills *port.
+int listen_loopback(uint16_t* port, int backlog = 4096) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(::listen(fd, backlog), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+sockaddr_in loopback(uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  return a;
+}
+
+int connect_to(uint16_t port, TimePoint deadline = kNoDeadline) {
+  int fd = io::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(port);
+  int rc = io::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a, deadline);
+  if (rc < 0) {
+    ::close(fd);
+    return rc;
+  }
+  return fd;
+}
+
+// Serves echo on `lfd` until `stop` is cancelled; each connection on its own fiber.
+void echo_server(int lfd, CancelToken& stop, WaitGroup& conns) {
+  while (true) {
+    int c = io::accept(lfd, nullptr, nullptr, kNoDeadline, &stop);
+    if (c < 0) {
+      if (c == -ECANCELED) return;
+      if (c == -EMFILE || c == -ENFILE) {
+        sleep_for(1ms);
+        continue;
+      }
+      ADD_FAILURE() << "accept: " << std::strerror(-c);
+      return;
+    }
+    conns.add(1);
+    spawn([c, &conns] {
+      char buf[512];
+      while (true) {
+        int64_t n = io::recv(c, buf, sizeof buf);
+        if (n <= 0) break;
+        if (io::send_all(c, buf, static_cast<std::size_t>(n)) < 0) break;
+      }
+      io::close(c);
+      conns.done();
+    }).detach();
+  }
+}
+
+TEST_P(IoTest, EchoWithTenThousandConnections) {
+  // Both ends in one process would need 20k descriptors; the hard limit here is 20000, so
+  // the clients run in a child process with a runtime of their own.
+  rlimit rl;
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  const int kConns =
+      std::getenv("WEFT_TEST_CONNS") ? std::atoi(std::getenv("WEFT_TEST_CONNS")) : 10'000;
+  ASSERT_GE(rl.rlim_max, 10'200u) << "needs RLIMIT_NOFILE >= 10200";
+  uint16_t port;
+  int lfd = listen_loopback(&port);
+  pid_t child = fork();
+  if (child == 0) {
+    int failures = 0;
+    {
+      Runtime rt(opts());
+      rt.run([&] {
+        std::atomic<int> bad{0};
+        Latch all_connected(kConns);
+        WaitGroup done;
+        done.add(kConns);
+        for (int i = 0; i < kConns; ++i) {
+          spawn([&, i] {
+            int fd = -1;
+            for (int attempt = 0; attempt < 50 && fd < 0; ++attempt) {
+              fd = connect_to(port, now() + 20s);
+              if (fd < 0) sleep_for(10ms);
+            }
+            all_connected.count_down();
+            if (fd < 0) {
+              bad.fetch_add(1);
+              done.done();
+              return;
+            }
+            all_connected.wait();  // every connection is open at the same time
+            std::string msg = "hello " + std::to_string(i);
+            char buf[64];
+            if (io::send_all(fd, msg.data(), msg.size()) != static_cast<int64_t>(msg.size()) ||
+                io::recv(fd, buf, msg.size(), MSG_WAITALL, now() + 30s) !=
+                    static_cast<int64_t>(msg.size()) ||
+                std::memcmp(buf, msg.data(), msg.size()) != 0) {
+              bad.fetch_add(1);
+            }
+            io::close(fd);
+            done.done();
+          });
+        }
+        done.wait();
+        failures = bad.load();
+      });
+    }
+    _exit(failures == 0 ? 0 : 1);
+  }
+  Runtime rt(opts());
+  std::atomic<int> max_conns{0};
+  rt.run([&] {
+    CancelToken stop;
+    WaitGroup conns;
+    auto acceptor = spawn([&] { echo_server(lfd, stop, conns); });
+    auto watcher = spawn([&] {
+      while (true) {
+        int st = 0;
+        pid_t r = ::waitpid(child, &st, WNOHANG);
+        max_conns = std::max<int>(max_conns, static_cast<int>(conns.count()));
+        if (r == child) {
+          EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "client process failed";
+          break;
+        }
+        sleep_for(5ms);
+      }
+    });
+    watcher.join();
+    stop.cancel();
+    acceptor.join();
+    conns.wait();
+  });
+  ::close(lfd);
+  EXPECT_GE(max_conns.load(), kConns / 2) << "connections were not concurrent";
+}
+
+TEST_P(IoTest, RecvDeadlineFiresNeverEarly) {
+  Runtime rt(opts());
+  rt.run([&] {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    char b;
+    auto start = now();
+    EXPECT_EQ(io::recv(sv[0], &b, 1, 0, start + 20ms), -ETIMEDOUT);
+    EXPECT_GE(now() - start, 20ms);
+    // A later operation on the same fd still works.
+    ASSERT_EQ(::write(sv[1], "x", 1), 1);
+    EXPECT_EQ(io::recv(sv[0], &b, 1, 0, now() + 1s), 1);
+    ::close(sv[0]);
+    ::close(sv[1]);
+  });
+}
+
+TEST_P(IoTest, CancelFromAnotherFiber) {
+  Runtime rt(opts());
+  rt.run([&] {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    CancelToken token;
+    std::atomic<int64_t> result{1};
+    auto reader = spawn([&] {
+      char b;
+      result = io::recv(sv[0], &b, 1, 0, kNoDeadline, &token);
+    });
+    sleep_for(5ms);
+    token.cancel();
+    reader.join();
+    EXPECT_EQ(result.load(), -ECANCELED);
+    char b;
+    EXPECT_EQ(io::recv(sv[0], &b, 1, 0, kNoDeadline, &token), -ECANCELED);  // stays cancelled
+    ::close(sv[0]);
+    ::close(sv[1]);
+  });
+}
+
+TEST_P(IoTest, CancelFromOutsideThread) {
+  Runtime rt(opts());
+  CancelToken token;
+  std::thread canceller;
+  rt.run([&] {
+    uint16_t port;
+    int lfd = listen_loopback(&port);
+    canceller = std::thread([&] {
+      std::this_thread::sleep_for(10ms);
+      token.cancel();
+    });
+    EXPECT_EQ(io::accept(lfd, nullptr, nullptr, kNoDeadline, &token), -ECANCELED);
+    ::close(lfd);
+  });
+  canceller.join();
+}
+
+TEST_P(IoTest, CancelAtShutdownLeavesNoFdAndNoFiber) {
+  int fds_before = count_fds();
+  {
+    Runtime rt(opts());
+    rt.run([&] {
+      uint16_t port;
+      int lfd = listen_loopback(&port);
+      CancelToken stop;
+      WaitGroup conns;
+      auto acceptor = spawn([&] { echo_server(lfd, stop, conns); });
+      // Idle clients whose server fibers sit in recv.
+      std::vector<int> clients;
+      for (int i = 0; i < 50; ++i) clients.push_back(connect_to(port));
+      while (conns.count() < 50) sleep_for(1ms);
+      // Shutdown: stop accepting, then close the clients; the server fibers see EOF.
+      stop.cancel();
+      acceptor.join();
+      for (int c : clients) io::close(c);
+      conns.wait();
+      ::close(lfd);
+    });
+    EXPECT_EQ(rt.leftover_fibers(), 0u);
+  }
+  EXPECT_EQ(count_fds(), fds_before);  // the runtime's own rings and eventfds are gone too
+}
+
+TEST_P(IoTest, SigpipeNeverKillsTheProcess) {
+  Runtime rt(opts());
+  rt.run([&] {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    ::close(sv[1]);
+    char buf[16] = {};
+    EXPECT_EQ(io::send(sv[0], buf, sizeof buf), -EPIPE);
+    // sendfile cannot take MSG_NOSIGNAL: the runtime blocks SIGPIPE on its threads.
+    char path[] = "/tmp/weft-io-test-XXXXXX";
+    int f = mkstemp(path);
+    ASSERT_EQ(::write(f, "data", 4), 4);
+    unlink(path);
+    EXPECT_EQ(io::sendfile(sv[0], f, 0, 4), -EPIPE);
+    ::close(f);
+    ::close(sv[0]);
+  });
+  SUCCEED();  // still alive
+}
+
+TEST_P(IoTest, AcceptReturnsEmfileAtOnce) {
+  rlimit saved;
+  getrlimit(RLIMIT_NOFILE, &saved);
+  Runtime rt(opts());
+  rt.run([&] {
+    uint16_t port;
+    int lfd = listen_loopback(&port);
+    int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a = loopback(port);
+    ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    rlimit low = saved;
+    low.rlim_cur = static_cast<rlim_t>(count_fds() + 3);  // nearly full
+    std::vector<int> filler;
+    setrlimit(RLIMIT_NOFILE, &low);
+    while (true) {
+      int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fd < 0) break;
+      filler.push_back(fd);
+    }
+    rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    auto start = now();
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(io::accept(lfd, nullptr, nullptr), -EMFILE);
+    EXPECT_LT(now() - start, 1s);
+    getrusage(RUSAGE_SELF, &r1);
+    for (int fd : filler) ::close(fd);
+    setrlimit(RLIMIT_NOFILE, &saved);
+    // With descriptors back, the same connection is accepted.
+    int c = io::accept(lfd, nullptr, nullptr, now() + 5s);
+    EXPECT_GE(c, 0);
+    if (c >= 0) ::close(c);
+    ::close(client);
+    ::close(lfd);
+  });
+}
+
+TEST_P(IoTest, FileOperations) {
+  Runtime rt(opts());
+  rt.run([&] {
+    char dir[] = "/tmp/weft-io-dir-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    int dfd = ::open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+    int fd = io::openat(dfd, "f.txt", O_CREAT | O_RDWR, 0644);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(io::write(fd, "hello world", 11, 0), 11);
+    struct ::statx st {};
+    EXPECT_EQ(io::statx(dfd, "f.txt", 0, STATX_SIZE | STATX_MTIME, &st), 0);
+    EXPECT_EQ(st.stx_size, 11u);
+    char buf[16] = {};
+    EXPECT_EQ(io::read(fd, buf, 5, 6), 5);
+    EXPECT_EQ(std::string(buf, 5), "world");
+    EXPECT_EQ(io::close(fd), 0);
+    EXPECT_EQ(io::openat(dfd, "missing", O_RDONLY), -ENOENT);
+    // RESOLVE_BENEATH refuses to climb out of the directory.
+    EXPECT_EQ(io::openat2(dfd, "../etc/passwd", O_RDONLY, 0, RESOLVE_BENEATH), -EXDEV);
+    ::unlinkat(dfd, "f.txt", 0);
+    ::close(dfd);
+    ::rmdir(dir);
+  });
+}
+
+TEST_P(IoTest, ConnectRefusedAndPingPong) {
+  Runtime rt(opts());
+  rt.run([&] {
+    uint16_t port;
+    int lfd = listen_loopback(&port);
+    ::close(lfd);  // nobody listens there now
+    EXPECT_EQ(connect_to(port), -ECONNREFUSED);
+    lfd = listen_loopback(&port);
+    CancelToken stop;
+    WaitGroup conns;
+    auto acceptor = spawn([&] { echo_server(lfd, stop, conns); });
+    int fd = connect_to(port);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 1000; ++i) {
+      char b = static_cast<char>(i);
+      ASSERT_EQ(io::send(fd, &b, 1), 1);
+      char r = 0;
+      ASSERT_EQ(io::recv(fd, &r, 1), 1);
+      ASSERT_EQ(r, b);
+    }
+    io::close(fd);
+    stop.cancel();
+    acceptor.join();
+    conns.wait();
+    ::close(lfd);
+  });
+}
+
+TEST_P(IoTest, SpliceFileToPipe) {
+  Runtime rt(opts());
+  rt.run([&] {
+    char path[] = "/tmp/weft-io-splice-XXXXXX";
+    int f = mkstemp(path);
+    std::string data(100'000, 'z');
+    ASSERT_EQ(::write(f, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+    unlink(path);
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    int64_t n = io::splice(f, 0, p[1], -1, 4096);
+    EXPECT_EQ(n, 4096);
+    char buf[4096];
+    EXPECT_EQ(::read(p[0], buf, sizeof buf), 4096);
+    ::close(p[0]);
+    ::close(p[1]);
+    ::close(f);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, IoTest,
+                         ::testing::Values(IoBackendKind::io_uring, IoBackendKind::epoll),
+                         [](const auto& param_info) {
+                           return param_info.param == IoBackendKind::io_uring ? "io_uring"
+                                                                              : "epoll";
+                         });
+
+// Runs `fibers` splices from a regular file into pipes that are full, so that each splice
+// blocks in one of io_uring's kernel workers until its pipe is drained; returns the largest
+// thread count seen meanwhile.
+int max_threads_during_blocked_splices(IoOptions io, int fibers) {
+  io.backend = IoBackendKind::io_uring;
+  RuntimeOptions o;
+  o.processors = 2;
+  o.make_driver = make_io_driver_factory(io);
+  Runtime rt(o);
+  std::atomic<int> max_threads{0};
+  rt.run([&] {
+    char path[] = "/tmp/weft-io-workers-XXXXXX";
+    int f = mkstemp(path);
+    std::string block(1 << 20, 'w');
+    EXPECT_EQ(::write(f, block.data(), block.size()), static_cast<ssize_t>(block.size()));
+    unlink(path);
+    std::atomic<bool> release{false};
+    std::atomic<int> errors{0};
+    WaitGroup wg;
+    wg.add(fibers);
+    for (int i = 0; i < fibers; ++i) {
+      spawn([&, i] {
+        int p[2];
+        if (::pipe2(p, O_CLOEXEC) != 0) {
+          errors.fetch_add(1);
+          wg.done();
+          return;
+        }
+        int cap = ::fcntl(p[1], F_GETPIPE_SZ);
+        std::string fill(static_cast<std::size_t>(cap), 'f');
+        if (::write(p[1], fill.data(), fill.size()) != cap) errors.fetch_add(1);
+        ::fcntl(p[0], F_SETFL, O_NONBLOCK);  // the write end stays blocking: splice waits
+        auto drainer = spawn([&, p, cap] {
+          while (!release.load()) sleep_for(1ms);
+          char sink[4096];  // fiber stacks are 64 KiB
+          int64_t want = cap + 4096, got = 0;
+          while (got < want) {
+            int64_t n = io::read(p[0], sink, sizeof sink, -1, now() + 10s);
+            if (n <= 0) break;
+            got += n;
+          }
+          if (got != want) errors.fetch_add(1);
+        });
+        if (io::splice(f, (i * 4096) % (1 << 20), p[1], -1, 4096) != 4096) errors.fetch_add(1);
+        drainer.join();
+        ::close(p[0]);
+        ::close(p[1]);
+        wg.done();
+      });
+    }
+    // Let the splices pile up in the kernel, sampling the thread count.
+    for (int i = 0; i < 300; ++i) {
+      max_threads = std::max(max_threads.load(), count_threads());
+      sleep_for(1ms);
+    }
+    release = true;
+    wg.wait();
+    ::close(f);
+    EXPECT_EQ(errors.load(), 0);
+  });
+  return max_threads.load();
+}
+
+// io_uring hands splice to kernel worker threads; IOWQ_MAX_WORKERS must bound them.
+TEST(IoUring, KernelWorkersStayBounded) {
+  int base = count_threads();
+  IoOptions io;
+  io.iowq_bounded = 2;
+  io.iowq_unbounded = 2;
+  int bounded = max_threads_during_blocked_splices(io, 2000);
+  // 2 processors (one is this thread) x (bounded + unbounded), plus a little slack.
+  int bound = base + 1 + 2 * (2 + 2) + 4;
+  EXPECT_LE(bounded, bound);
+  // The same load with a loose bound makes many more threads: the test can see them.
+  io.iowq_bounded = 64;
+  io.iowq_unbounded = 64;
+  int loose = max_threads_during_blocked_splices(io, 2000);
+  EXPECT_GT(loose, bound) << "blocked splices did not reach kernel workers";
+  std::printf("kernel workers: max threads %d with bound 2+2 (limit %d), %d with 64+64\n", bounded,
+              bound, loose);
+}
+
+}  // namespace
+}  // namespace weft::rt
