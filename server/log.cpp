@@ -15,29 +15,36 @@ std::shared_ptr<ReopenableFileSink> g_file_sink;
 
 }  // namespace
 
-ReopenableFileSink::ReopenableFileSink(const std::string& path) : path_(path) {
-  file_.open(path_, false);
+ReopenableFileSink::ReopenableFileSink(const std::string& path)
+    : path_(path), file_(std::make_unique<spdlog::details::file_helper>()) {
+  file_->open(path_, false);
 }
 
 bool ReopenableFileSink::reopen() {
-  std::lock_guard lock(mutex_);
+  // Open outside the lock: a failing open retries for about 50 ms, and writers go on
+  // meanwhile. Closing the old file before a successful open would leave the sink with no
+  // file at all (file_helper then writes through a null FILE*).
+  auto fresh = std::make_unique<spdlog::details::file_helper>();
   try {
-    file_.close();
-    file_.open(path_, false);
-    return true;
+    fresh->open(path_, false);
   } catch (const spdlog::spdlog_ex&) {
     return false;
   }
+  {
+    std::lock_guard lock(mutex_);
+    file_.swap(fresh);
+  }
+  return true;  // `fresh` now holds the old file: closed here, its buffer flushed to it
 }
 
 void ReopenableFileSink::sink_it_(const spdlog::details::log_msg& msg) {
   spdlog::memory_buf_t formatted;
   formatter_->format(msg, formatted);
-  file_.write(formatted);
+  file_->write(formatted);
 }
 
 void ReopenableFileSink::flush_() {
-  file_.flush();
+  file_->flush();
 }
 
 void setup_logging(const Config& config) {

@@ -4,6 +4,7 @@
 // logrotate works). Setup happens once in main before any processor starts.
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -21,8 +22,8 @@ class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
   /// Opens (appending) `path`; throws spdlog::spdlog_ex when it cannot.
   explicit ReopenableFileSink(const std::string& path);
 
-  /// Closes and reopens the file by name; returns false (and keeps logging to the old file)
-  /// when the reopen fails.
+  /// Opens the file by name again and switches to it; returns false (and keeps logging to
+  /// the old file) when the open fails.
   bool reopen();
 
  protected:
@@ -31,7 +32,9 @@ class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
 
  private:
   std::string path_;
-  spdlog::details::file_helper file_;
+  // A pointer, so that reopen() can open the new file before letting go of the old one
+  // (file_helper can be neither moved nor reopened without closing first).
+  std::unique_ptr<spdlog::details::file_helper> file_;
 };
 
 /// Makes the "weft" logger from config (sink, level) the spdlog default; throws ConfigError
