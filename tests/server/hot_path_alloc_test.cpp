@@ -1,14 +1,18 @@
 // Tests that the per-request work of the HTTP layer allocates nothing: parsing pipelined
 // requests (with bodies), normalizing their targets into a reused string, Range, the
-// preconditions, the MIME lookup, the Date cache and the status texts. Counts calls of the
+// preconditions, the MIME lookup, the Date cache, the status texts, and an access log line
+// short enough for spdlog's inline buffer. Counts calls of the
 // global operator new, which this file replaces for the whole test binary (forwarding to
 // malloc, counting only while a test asks).
 #include <cstdlib>
+#include <filesystem>
 #include <new>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include "server/access_log.hpp"
 #include "server/conditional.hpp"
 #include "server/http_date.hpp"
 #include "server/mime_map.hpp"
@@ -131,6 +135,45 @@ TEST(HotPaths, DoNotAllocate) {
     EXPECT_EQ(ready, 4) << "piece " << piece;
     EXPECT_EQ(n, 0u) << "piece " << piece;
   }
+}
+
+// A line of about 150 bytes fits spdlog's inline message buffer (250 bytes with the logger's
+// name), so logging it allocates nothing on the calling thread; longer lines cost spdlog one
+// allocation, as access_log.hpp says.
+TEST(HotPaths, AccessLogLineDoesNotAllocate) {
+  namespace fs = std::filesystem;
+  std::string dir = (fs::temp_directory_path() / "weft-alloc-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  for (auto format : {AccessLogFormat::combined, AccessLogFormat::json}) {
+    Config config;
+    config.access_log = dir + "/access.log";
+    config.access_format = format;
+    auto log = AccessLog::create(config);
+    ASSERT_NE(log, nullptr);
+    AccessRecord r;
+    r.remote_addr = "127.0.0.1";
+    r.time_unix = 1'700'000'000;
+    r.method = "GET";
+    r.target = "/css/site.css?v=1";
+    r.protocol = "HTTP/1.1";
+    r.status = 200;
+    r.body_bytes = 1024;
+    r.user_agent = "curl/8.0";
+    log->log(r);  // warm-up: first-use statics
+    log->flush();
+    std::size_t n = 0;
+    {
+      AllocationCounter counter;
+      for (int i = 0; i < 100; ++i) {
+        r.time_unix += i % 3;  // new seconds: the time cache formats again
+        log->log(r);
+      }
+      n = counter.count();
+    }
+    EXPECT_EQ(n, 0u);
+    log->flush();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
