@@ -96,6 +96,10 @@ class EpollDriver final : public IoDriver {
       case IoOpcode::send:
         return retry(r, POLLOUT,
                      [&] { return ::send(r.fd, r.buf, r.len, r.flags | MSG_DONTWAIT); });
+      case IoOpcode::sendmsg:
+        return retry(r, POLLOUT, [&] {
+          return ::sendmsg(r.fd, static_cast<const msghdr*>(r.buf), r.flags | MSG_DONTWAIT);
+        });
       case IoOpcode::read:
         return retry(r, POLLIN, [&] {
           return r.off_in >= 0 ? ::pread(r.fd, r.buf, r.len, r.off_in) : ::read(r.fd, r.buf, r.len);

@@ -81,6 +81,47 @@ int64_t send(int fd, const void* buf, std::size_t len, int flags, TimePoint dead
   return run(r);
 }
 
+int64_t sendv(int fd, const iovec* iov, int iovcnt, int flags, TimePoint deadline,
+              CancelToken* token) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
+  IoRequest r{.op = IoOpcode::sendmsg,
+              .fd = fd,
+              .buf = &msg,
+              .flags = flags | MSG_NOSIGNAL,
+              .deadline = deadline,
+              .token = token};
+  return run(r);
+}
+
+int64_t sendv_all(int fd, iovec* iov, int iovcnt, int flags, TimePoint deadline,
+                  CancelToken* token) {
+  int64_t total = 0;
+  while (iovcnt > 0) {
+    if (iov->iov_len == 0) {
+      ++iov;
+      --iovcnt;
+      continue;
+    }
+    int64_t n = sendv(fd, iov, iovcnt, flags, deadline, token);
+    if (n < 0) return n;
+    if (n == 0) return -EPIPE;
+    total += n;
+    auto left = static_cast<std::size_t>(n);
+    while (iovcnt > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --iovcnt;
+    }
+    if (iovcnt > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return total;
+}
+
 int64_t send_all(int fd, const void* buf, std::size_t len, int flags, TimePoint deadline,
                  CancelToken* token) {
   const char* p = static_cast<const char*>(buf);

@@ -14,6 +14,7 @@
 
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "runtime/clock.hpp"
 #include "runtime/io_driver.hpp"
@@ -40,6 +41,15 @@ int64_t recv(int fd, void* buf, std::size_t len, int flags = 0, TimePoint deadli
 /// Sends up to len bytes (MSG_MORE etc. in flags); returns the count sent or -errno.
 int64_t send(int fd, const void* buf, std::size_t len, int flags = 0,
              TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
+
+/// Sends the iov[0..iovcnt) buffers in order (sendmsg(2)); returns the count sent or -errno.
+int64_t sendv(int fd, const iovec* iov, int iovcnt, int flags = 0, TimePoint deadline = kNoDeadline,
+              CancelToken* token = nullptr);
+
+/// Sends every byte of iov[0..iovcnt), continuing after partial sends (the array is
+/// modified as it goes); returns the total or -errno.
+int64_t sendv_all(int fd, iovec* iov, int iovcnt, int flags = 0, TimePoint deadline = kNoDeadline,
+                  CancelToken* token = nullptr);
 
 /// Sends all len bytes, continuing after partial sends; returns len or -errno.
 int64_t send_all(int fd, const void* buf, std::size_t len, int flags = 0,

@@ -18,9 +18,9 @@ namespace weft::rt {
 void CancelToken::cancel() {
   std::lock_guard g(lock_);
   cancelled_ = true;
-  // Under our lock the waiting fiber cannot unregister (end() takes it), so the IoWait is
-  // alive while the driver queues the request.
-  if (inflight_) driver_->request_cancel(inflight_);
+  // Under our lock no waiting fiber can unregister (end() takes it), so every IoWait on the
+  // list is alive while its driver queues the request.
+  for (IoWait* w = inflight_; w; w = w->token_next) w->driver_->request_cancel(w);
 }
 
 bool CancelToken::cancelled() const {
@@ -32,15 +32,23 @@ bool IoWait::begin() {
   if (!token_) return true;
   std::lock_guard g(token_->lock_);
   if (token_->cancelled_) return false;
+  token_prev = nullptr;
+  token_next = token_->inflight_;
+  if (token_next) token_next->token_prev = this;
   token_->inflight_ = this;
-  token_->driver_ = driver_;
   return true;
 }
 
 void IoWait::end() {
   if (!token_) return;
   std::lock_guard g(token_->lock_);
-  if (token_->inflight_ == this) token_->inflight_ = nullptr;
+  if (token_prev) {
+    token_prev->token_next = token_next;
+  } else {
+    token_->inflight_ = token_next;
+  }
+  if (token_next) token_next->token_prev = token_prev;
+  token_next = token_prev = nullptr;
 }
 
 void IoDriver::request_cancel(IoWait* w) {

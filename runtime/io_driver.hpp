@@ -43,15 +43,15 @@ struct IoOptions {
 /// The absence of a deadline.
 inline constexpr TimePoint kNoDeadline = TimePoint::max();
 
-/// Lets any fiber or thread cancel the operation another fiber has in flight under this
-/// token, and every later one (they then fail with -ECANCELED at once).
+/// Lets any fiber or thread cancel the operations fibers have in flight under this token
+/// (any number, on any processors), and every later one (they fail with -ECANCELED at once).
 class CancelToken {
  public:
   CancelToken() = default;
   CancelToken(const CancelToken&) = delete;
   CancelToken& operator=(const CancelToken&) = delete;
 
-  /// Cancels the operation in flight (its result becomes -ECANCELED) and all later ones.
+  /// Cancels the operations in flight (their results become -ECANCELED) and all later ones.
   void cancel();
 
   /// Returns whether cancel() was called.
@@ -61,8 +61,7 @@ class CancelToken {
   friend class IoWait;
   mutable Spinlock lock_;
   bool cancelled_ = false;
-  class IoWait* inflight_ = nullptr;
-  IoDriver* driver_ = nullptr;
+  class IoWait* inflight_ = nullptr;  // intrusive list through IoWait::token_next/prev
 };
 
 enum class IoOpcode : uint8_t {
@@ -70,6 +69,7 @@ enum class IoOpcode : uint8_t {
   connect,
   recv,
   send,
+  sendmsg,
   read,
   write,
   splice,
@@ -121,9 +121,12 @@ class IoWait {
   bool completed = false;      // remote lock
   bool cancel_queued = false;  // remote lock
   IoWait* next_cancel = nullptr;
-  void* backend = nullptr;  // per-backend state (epoll: the slot)
+  void* backend = nullptr;       // per-backend state (epoll: the slot)
+  IoWait* token_next = nullptr;  // the token's list, guarded by the token's lock
+  IoWait* token_prev = nullptr;
 
  private:
+  friend class CancelToken;
   IoDriver* driver_;
   CancelToken* token_;
 };

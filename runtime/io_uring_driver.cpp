@@ -256,6 +256,10 @@ class IoUringDriver final : public IoDriver {
       case IoOpcode::send:
         io_uring_prep_send(sqe, r.fd, r.buf, r.len, r.flags);
         break;
+      case IoOpcode::sendmsg:
+        io_uring_prep_sendmsg(sqe, r.fd, static_cast<const msghdr*>(r.buf),
+                              static_cast<unsigned>(r.flags));
+        break;
       case IoOpcode::read:
         io_uring_prep_read(sqe, r.fd, r.buf,
                            static_cast<unsigned>(std::min<uint64_t>(r.len, UINT_MAX)),

@@ -209,6 +209,7 @@ const std::vector<Field>& schema() {
       {"server", "mime_types", path(&Config::mime_types)},
       {"server", "default_type", string(&Config::default_type)},
       {"server", "backlog", integer(&Config::backlog, 1, 65535)},
+      {"server", "reuseport", boolean(&Config::reuseport)},
 
       {"runtime", "processors", integer(&Config::processors, 0, 1024)},
       {"runtime", "pin_processors", boolean(&Config::pin_processors)},

@@ -51,6 +51,7 @@ struct Config {
   std::filesystem::path mime_types;  // empty: /etc/mime.types
   std::string default_type = "application/octet-stream";
   int backlog = 511;
+  bool reuseport = true;  // one SO_REUSEPORT socket per processor and address, else one shared
 
   // [runtime]
   unsigned processors = 0;  // 0: one per online CPU

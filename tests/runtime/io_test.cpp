@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -24,6 +25,8 @@
 
 #include "runtime/latch.hpp"
 #include "runtime/scheduler.hpp"
+
+#include "tests/runtime/test_scale.hpp"
 
 namespace weft::rt {
 namespace {
@@ -124,8 +127,7 @@ TEST_P(IoTest, EchoWithTenThousandConnections) {
   getrlimit(RLIMIT_NOFILE, &rl);
   rl.rlim_cur = rl.rlim_max;
   setrlimit(RLIMIT_NOFILE, &rl);
-  const int kConns =
-      std::getenv("WEFT_TEST_CONNS") ? std::atoi(std::getenv("WEFT_TEST_CONNS")) : 10'000;
+  const int kConns = scaled(10'000);
   ASSERT_GE(rl.rlim_max, 10'200u) << "needs RLIMIT_NOFILE >= 10200";
   uint16_t port;
   int lfd = listen_loopback(&port);
@@ -234,6 +236,31 @@ TEST_P(IoTest, CancelFromAnotherFiber) {
     EXPECT_EQ(io::recv(sv[0], &b, 1, 0, kNoDeadline, &token), -ECANCELED);  // stays cancelled
     ::close(sv[0]);
     ::close(sv[1]);
+  });
+}
+
+TEST_P(IoTest, OneTokenCancelsManyFibers) {
+  Runtime rt(opts());
+  rt.run([&] {
+    CancelToken token;
+    std::vector<int> fds;
+    std::atomic<int> cancelled{0};
+    std::vector<FiberHandle> hs;
+    for (int i = 0; i < 20; ++i) {
+      int sv[2];
+      ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+      fds.push_back(sv[0]);
+      fds.push_back(sv[1]);
+      hs.push_back(spawn([&, fd = sv[0]] {
+        char b;
+        if (io::recv(fd, &b, 1, 0, kNoDeadline, &token) == -ECANCELED) cancelled.fetch_add(1);
+      }));
+    }
+    sleep_for(5ms);
+    token.cancel();
+    for (auto& h : hs) h.join();
+    EXPECT_EQ(cancelled.load(), 20);
+    for (int fd : fds) ::close(fd);
   });
 }
 
@@ -485,14 +512,14 @@ TEST(IoUring, KernelWorkersStayBounded) {
   IoOptions io;
   io.iowq_bounded = 2;
   io.iowq_unbounded = 2;
-  int bounded = max_threads_during_blocked_splices(io, 2000);
+  int bounded = max_threads_during_blocked_splices(io, scaled(2000));
   // 2 processors (one is this thread) x (bounded + unbounded), plus a little slack.
   int bound = base + 1 + 2 * (2 + 2) + 4;
   EXPECT_LE(bounded, bound);
   // The same load with a loose bound makes many more threads: the test can see them.
   io.iowq_bounded = 64;
   io.iowq_unbounded = 64;
-  int loose = max_threads_during_blocked_splices(io, 2000);
+  int loose = max_threads_during_blocked_splices(io, scaled(2000));
   EXPECT_GT(loose, bound) << "blocked splices did not reach kernel workers";
   std::printf("kernel workers: max threads %d with bound 2+2 (limit %d), %d with 64+64\n", bounded,
               bound, loose);

@@ -12,6 +12,8 @@
 
 #include "runtime/fiber.hpp"
 
+#include "tests/runtime/test_scale.hpp"
+
 namespace weft::rt {
 namespace {
 
@@ -40,13 +42,15 @@ TEST(Scheduler, SpawnAndJoinHundredThousandFibers) {
     std::atomic<uint64_t> sum{0};
     rt.run([&] {
       std::vector<FiberHandle> hs;
-      hs.reserve(100'000);
-      for (uint64_t i = 0; i < 100'000; ++i) {
+      const uint64_t n = static_cast<uint64_t>(scaled(100'000));
+      hs.reserve(n);
+      for (uint64_t i = 0; i < n; ++i) {
         hs.push_back(spawn([&sum, i] { sum.fetch_add(i, std::memory_order_relaxed); }));
       }
       for (auto& h : hs) h.join();
     });
-    EXPECT_EQ(sum.load(), 100'000ull * 99'999 / 2);
+    const uint64_t n = static_cast<uint64_t>(scaled(100'000));
+    EXPECT_EQ(sum.load(), n * (n - 1) / 2);
     EXPECT_EQ(rt.leftover_fibers(), 0u);
     // Fibers never started hold no stack; finished ones give theirs back for reuse.
     EXPECT_LT(rt.stacks().mapped(), 2000u) << "procs=" << procs;

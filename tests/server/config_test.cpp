@@ -46,6 +46,17 @@ TEST(Config, ShippedConfigStatesTheBuiltInDefaults) {
   Config empty = parse_config("", source_dir() / "conf/weft.toml");
   EXPECT_EQ(file.listen[0].to_string(), empty.listen[0].to_string());
   EXPECT_EQ(file.index, empty.index);
+  EXPECT_EQ(file.backlog, empty.backlog);
+  EXPECT_EQ(file.reuseport, empty.reuseport);
+  EXPECT_EQ(file.directory_listing, empty.directory_listing);
+  EXPECT_EQ(file.symlinks, empty.symlinks);
+  EXPECT_EQ(file.server_name, empty.server_name);
+  EXPECT_EQ(file.default_type, empty.default_type);
+  EXPECT_EQ(file.backend, empty.backend);
+  EXPECT_EQ(file.pin_processors, empty.pin_processors);
+  EXPECT_EQ(file.fd_cache_revalidate, empty.fd_cache_revalidate);
+  EXPECT_EQ(file.error_log, empty.error_log);
+  EXPECT_EQ(file.access_format, empty.access_format);
   EXPECT_EQ(file.processors, empty.processors);
   EXPECT_EQ(file.stack_size, empty.stack_size);
   EXPECT_EQ(file.spin, empty.spin);

@@ -1,0 +1,458 @@
+#include "server/connection.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "runtime/io.hpp"
+#include "runtime/scheduler.hpp"
+#include "server/access_log.hpp"
+#include "server/conditional.hpp"
+#include "server/metrics.hpp"
+#include "server/path.hpp"
+#include "server/range.hpp"
+#include "server/status.hpp"
+
+namespace weft::http {
+
+namespace io = weft::rt::io;
+
+namespace {
+
+constexpr std::string_view kAllow = "GET, HEAD, OPTIONS";
+// Lingering close: after our last response, read and discard what the client still sends
+// for up to this long, so that it sees the response instead of a reset.
+constexpr auto kLingerTime = std::chrono::milliseconds(500);
+constexpr std::size_t kLingerBytes = 64 * 1024;
+
+bool is_unreserved_path_byte(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::strchr("-._~/!$&'()*+,;=:@", c) != nullptr;
+}
+
+// Percent-encodes a decoded path for a Location header.
+void encode_path(std::string_view path, std::string& out) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (unsigned char c : path) {
+    if (c && is_unreserved_path_byte(c)) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+}
+
+std::string_view query_of(std::string_view target) {
+  auto q = target.find('?');
+  if (q == std::string_view::npos) return {};
+  auto f = target.find('#', q);
+  return target.substr(q, f == std::string_view::npos ? std::string_view::npos : f - q);
+}
+
+int64_t unix_now() {
+  return static_cast<int64_t>(std::time(nullptr));
+}
+
+}  // namespace
+
+struct Connection::Reply {
+  int status = 200;
+  FileRef file;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  bool head_only = false;
+  bool close = false;
+  bool not_modified = false;
+  RangeResult range;
+};
+
+Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer)
+    : ctx_(ctx), fd_(fd), parser_(ctx.config) {
+  if (peer.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, peer_, sizeof peer_);
+  } else if (peer.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr, peer_,
+              sizeof peer_);
+  }
+  ctx_.enroll(this);
+}
+
+Connection::~Connection() {
+  ctx_.withdraw(this);
+  for (auto& h : hold_) h.reset();
+  if (buf_) ctx_.pool().give_buffer(buf_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Connection::drain() {
+  if (idle_.load(std::memory_order_acquire)) token_.cancel();
+}
+
+rt::TimePoint Connection::send_deadline() const {
+  return rt::now() + ctx_.config.send_timeout;
+}
+
+void Connection::run(bool reject) {
+  ResourcePool& pool = ctx_.pool();
+  buf_ = pool.take_buffer();
+  // The pooled buffer holds the read area and, after it, the output arena for heads.
+  arena_cap_ = 4096;
+  read_cap_ = pool.buffer_size() - arena_cap_;
+  arena_ = buf_ + read_cap_;
+  if (reject) {
+    respond_error(503, nullptr, true);
+    lingering_close();
+    return;
+  }
+  const Config& cfg = ctx_.config;
+  rt::TimePoint request_started{};
+  while (true) {
+    ParseResult r = parser_.parse({buf_, have_});
+    if (r.status == ParseStatus::need_more) {
+      have_ = r.keep;
+      if (!flush()) return;
+      bool idle = have_ == 0;
+      if (idle && (ctx_.draining.load(std::memory_order_acquire) || closing_)) return;
+      rt::TimePoint deadline =
+          idle ? rt::now() + (requests_ == 0 ? cfg.header_timeout : cfg.keepalive_timeout)
+               : request_started + cfg.header_timeout;
+      idle_.store(idle, std::memory_order_release);
+      // Shutdown may have begun between the check and the store: look again.
+      if (idle && ctx_.draining.load(std::memory_order_acquire)) return;
+      int64_t n = io::recv(fd_, buf_ + have_, read_cap_ - have_, 0, deadline, &token_);
+      idle_.store(false, std::memory_order_release);
+      if (n == 0) return;  // the client closed
+      if (n < 0) {
+        if (n == -ETIMEDOUT && !idle) {
+          respond_error(408, nullptr, true);
+          lingering_close();
+        }
+        return;
+      }
+      if (have_ == 0) request_started = rt::now();
+      have_ += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (r.status == ParseStatus::error) {
+      spdlog::debug("{}: bad request ({}): {}", peer_, r.http_status, r.reason);
+      respond_error(r.http_status, nullptr, true);
+      log_access(nullptr, r.http_status, 0, request_started);
+      flush();
+      lingering_close();
+      return;
+    }
+    if (have_ == 0 || request_started == rt::TimePoint{}) request_started = rt::now();
+    bool keep = serve(parser_.request(), request_started);
+    std::size_t used = parser_.consumed();
+    if (used < have_) std::memmove(buf_, buf_ + used, have_ - used);
+    have_ -= used;
+    request_started = have_ > 0 ? rt::now() : rt::TimePoint{};
+    if (!keep) {
+      flush();
+      lingering_close();
+      return;
+    }
+    if (have_ == 0 && !flush()) return;
+  }
+}
+
+void Connection::begin_head(HeadBuffer& h, int status, bool close, const Request* req) {
+  h.append(status_line(status));
+  h.field("Server", ctx_.config.server_name);
+  HttpDateBuffer date;
+  h.field("Date", ctx_.dates.get(date));
+  if (close) {
+    h.append("Connection: close\r\n");
+  } else if (req && req->version() == Version::http_1_0) {
+    h.append("Connection: keep-alive\r\n");  // 1.0 keeps alive only when told so
+  }
+}
+
+bool Connection::respond_error(int status, const Request* req, bool close, std::string_view extra) {
+  HeadBuffer h;
+  begin_head(h, status, close, req);
+  std::string_view body = error_body(status);
+  h.append("Content-Type: text/html\r\n");
+  h.field("Content-Length", body.size());
+  h.append(extra);
+  h.append("\r\n");
+  bool head_only = req && req->method() == Method::head;
+  if (ctx_.metrics) ctx_.metrics->on_request(rt::Processor::current()->index(), status, 0);
+  return queue(h.view(), head_only ? nullptr : body.data(), head_only ? 0 : body.size(), {});
+}
+
+bool Connection::serve(const Request& req, rt::TimePoint started) {
+  const Config& cfg = ctx_.config;
+  ++requests_;
+  bool close = !req.keep_alive() || ctx_.draining.load(std::memory_order_acquire) ||
+               requests_ >= cfg.max_requests_per_connection;
+  Method method = req.method();
+  auto done = [&](int status, uint64_t body, bool ok) {
+    log_access(&req, status, body, started);
+    return ok && !close;
+  };
+
+  if (method == Method::other) {
+    std::string extra = "Allow: " + std::string(kAllow) + "\r\n";
+    return done(405, 0, respond_error(405, &req, close, extra));
+  }
+  if (method == Method::options) {
+    HeadBuffer h;
+    begin_head(h, 200, close, &req);
+    h.field("Allow", kAllow);
+    h.append("Content-Length: 0\r\n\r\n");
+    if (ctx_.metrics) ctx_.metrics->on_request(rt::Processor::current()->index(), 200, 0);
+    return done(200, 0, queue(h.view(), nullptr, 0, {}));
+  }
+
+  TargetStatus ts = normalize_target(req.target(), path_);
+  if (ts != TargetStatus::ok) {
+    int status = http_status(ts);
+    return done(status, 0, respond_error(status, &req, close));
+  }
+  unsigned shard = rt::Processor::current()->index();
+  FileRef file = ctx_.files->lookup(path_, shard);
+  if (file->directory) {
+    if (path_.back() != '/') {
+      scratch_.assign("Location: ");
+      encode_path(path_, scratch_);
+      scratch_.append("/");
+      scratch_.append(query_of(req.target()));
+      scratch_.append("\r\n");
+      return done(301, 0, respond_error(301, &req, close, scratch_));
+    }
+    FileRef found;
+    for (const std::string& index : cfg.index) {
+      scratch_.assign(path_).append(index);
+      FileRef candidate = ctx_.files->lookup(scratch_, shard);
+      if (!candidate->error && !candidate->directory) {
+        found = std::move(candidate);
+        break;
+      }
+      if (candidate->error && candidate->error != ENOENT && candidate->error != ENOTDIR) {
+        found = std::move(candidate);  // e.g. EACCES on the index: report that
+        break;
+      }
+    }
+    if (!found) return done(403, 0, respond_error(403, &req, close));
+    file = std::move(found);
+  }
+  if (file->error) {
+    ErrnoStatus es = status_from_errno(file->error);
+    spdlog::log(es.level, "{}: {} {}: {}", peer_, req.method_text(), path_,
+                std::strerror(file->error));
+    return done(es.status, 0, respond_error(es.status, &req, close));
+  }
+
+  Reply rep;
+  rep.close = close;
+  rep.head_only = method == Method::head;
+  int64_t now_s = unix_now();
+  Validators v{file->etag.view(), file->mtime};
+  switch (evaluate_preconditions(Preconditions::of(req), v, method, now_s)) {
+    case Precondition::not_modified:
+      rep.status = 304;
+      rep.not_modified = true;
+      break;
+    case Precondition::failed:
+      return done(412, 0, respond_error(412, &req, close));
+    case Precondition::proceed:
+      break;
+  }
+  rep.length = file->size;
+  if (!rep.not_modified) {
+    if (auto range = req.range(); range && if_range_allows(req.if_range(), v, now_s)) {
+      rep.range = parse_range(*range, file->size);
+      if (rep.range.kind == RangeResult::Kind::unsatisfiable) {
+        ContentRangeBuffer cr;
+        scratch_.assign("Content-Range: ")
+            .append(format_content_range(rep.range, cr))
+            .append("\r\n");
+        return done(416, 0, respond_error(416, &req, close, scratch_));
+      }
+      if (rep.range.kind == RangeResult::Kind::single) {
+        rep.status = 206;
+        rep.offset = rep.range.offset;
+        rep.length = rep.range.length;
+      }
+    }
+  }
+  rep.file = std::move(file);
+  uint64_t body = rep.head_only || rep.not_modified ? 0 : rep.length;
+  bool ok = send_reply(rep, &req);
+  return done(rep.status, ok ? body : 0, ok);
+}
+
+bool Connection::send_reply(Reply& r, const Request* req) {
+  HeadBuffer h;
+  const FileEntry& f = *r.file;
+  begin_head(h, r.status, r.close, req);
+  if (r.not_modified) {
+    HttpDateBuffer lm;
+    h.field("Last-Modified", format_http_date(f.mtime, lm));
+    h.field("ETag", f.etag.view());
+    h.append("\r\n");
+    if (ctx_.metrics) ctx_.metrics->on_request(rt::Processor::current()->index(), 304, 0);
+    return queue(h.view(), nullptr, 0, {});
+  }
+  h.append(f.headers);
+  h.field("Content-Length", r.length);
+  if (r.status == 206) {
+    ContentRangeBuffer cr;
+    h.field("Content-Range", format_content_range(r.range, cr));
+  }
+  h.append("\r\n");
+  if (h.overflowed()) return respond_error(500, req, true);
+  if (ctx_.metrics) {
+    ctx_.metrics->on_request(rt::Processor::current()->index(), r.status,
+                             r.head_only ? 0 : r.length);
+  }
+  if (r.head_only || r.length == 0) return queue(h.view(), nullptr, 0, {});
+  if (f.has_bytes()) {
+    const char* body = f.bytes.get() + r.offset;
+    return queue(h.view(), body, r.length, r.file);
+  }
+  // A large body: flush what is queued with this head, then stream the file.
+  if (!queue(h.view(), nullptr, 0, {}) || !flush()) return false;
+  return send_file_body(f, r.offset, r.length);
+}
+
+bool Connection::queue(std::string_view head, const char* body, std::size_t body_len,
+                       FileRef hold) {
+  if (iov_count_ + 2 > kMaxIov || head.size() > arena_cap_ - arena_used_) {
+    if (!flush()) return false;
+  }
+  char* h = arena_ + arena_used_;
+  std::memcpy(h, head.data(), head.size());
+  arena_used_ += head.size();
+  // Merge with the previous slice when adjacent in the arena (consecutive heads).
+  if (iov_count_ > 0 &&
+      static_cast<char*>(iov_[iov_count_ - 1].iov_base) + iov_[iov_count_ - 1].iov_len == h) {
+    iov_[iov_count_ - 1].iov_len += head.size();
+  } else {
+    iov_[iov_count_++] = {h, head.size()};
+  }
+  if (body_len > 0) {
+    hold_[iov_count_] = std::move(hold);
+    iov_[iov_count_++] = {const_cast<char*>(body), body_len};
+  }
+  queued_bytes_ += head.size() + body_len;
+  return true;
+}
+
+bool Connection::flush() {
+  if (iov_count_ == 0) return true;
+  int64_t n = io::sendv_all(fd_, iov_, iov_count_, 0, send_deadline(), &token_);
+  for (int i = 0; i < iov_count_; ++i) hold_[i].reset();
+  iov_count_ = 0;
+  arena_used_ = 0;
+  queued_bytes_ = 0;
+  if (n < 0) {
+    closing_ = true;
+    return false;
+  }
+  return true;
+}
+
+bool Connection::send_file_body(const FileEntry& file, uint64_t offset, uint64_t length) {
+  return ctx_.config.body == BodyPath::splice ? send_with_splice(file.fd, offset, length)
+                                              : send_with_sendfile(file.fd, offset, length);
+}
+
+bool Connection::send_with_sendfile(int file_fd, uint64_t offset, uint64_t length) {
+  while (length > 0) {
+    // Each call may make progress; the deadline is "no progress for send_timeout".
+    int64_t n = io::sendfile(fd_, file_fd, static_cast<int64_t>(offset),
+                             std::min<uint64_t>(length, 1 << 30), send_deadline(), &token_);
+    if (n <= 0) {
+      // 0: the file is shorter than promised (truncated under us): the Content-Length can
+      // no longer be honoured, so end the connection rather than send something else.
+      if (n == 0) spdlog::warn("{}: file shrank while being sent; closing", peer_);
+      closing_ = true;
+      return false;
+    }
+    offset += static_cast<uint64_t>(n);
+    length -= static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+bool Connection::send_with_splice(int file_fd, uint64_t offset, uint64_t length) {
+  ResourcePool& pool = ctx_.pool();
+  auto pipe = pool.take_pipe();
+  if (pipe.first < 0) return send_with_sendfile(file_fd, offset, length);
+  bool ok = true;
+  uint64_t in_pipe = 0;
+  const uint64_t chunk = ctx_.config.pipe_size;
+  while (length > 0 || in_pipe > 0) {
+    if (length > 0 && in_pipe == 0) {
+      int64_t n = io::splice(file_fd, static_cast<int64_t>(offset), pipe.second, -1,
+                             std::min(length, chunk), SPLICE_F_MOVE, send_deadline(), &token_);
+      if (n <= 0) {
+        if (n == 0) spdlog::warn("{}: file shrank while being sent; closing", peer_);
+        ok = false;
+        break;
+      }
+      offset += static_cast<uint64_t>(n);
+      length -= static_cast<uint64_t>(n);
+      in_pipe += static_cast<uint64_t>(n);
+    }
+    int64_t m =
+        io::splice(pipe.first, -1, fd_, -1, in_pipe,
+                   SPLICE_F_MOVE | (length > 0 ? SPLICE_F_MORE : 0), send_deadline(), &token_);
+    if (m <= 0) {
+      ok = false;
+      break;
+    }
+    in_pipe -= static_cast<uint64_t>(m);
+  }
+  pool.give_pipe(pipe, ok && in_pipe == 0);
+  if (!ok) closing_ = true;
+  return ok;
+}
+
+void Connection::log_access(const Request* req, int status, uint64_t body_bytes,
+                            rt::TimePoint started) {
+  if (!ctx_.access_log) return;
+  AccessRecord rec;
+  rec.remote_addr = peer_;
+  rec.time_unix = unix_now();
+  rec.status = status;
+  rec.body_bytes = body_bytes;
+  if (started != rt::TimePoint{}) {
+    rec.request_time_s = std::chrono::duration<double>(rt::now() - started).count();
+  }
+  if (req) {
+    rec.method = req->method_text();
+    rec.target = req->target();
+    rec.protocol = req->version() == Version::http_1_0 ? "HTTP/1.0" : "HTTP/1.1";
+    rec.referer = req->find("Referer").value_or("");
+    rec.user_agent = req->find("User-Agent").value_or("");
+  }
+  ctx_.access_log->log(rec);
+}
+
+void Connection::lingering_close() {
+  flush();
+  if (closing_) return;  // the peer is gone or stuck: nothing to linger for
+  io::shutdown(fd_, SHUT_WR);
+  rt::TimePoint until = rt::now() + kLingerTime;
+  std::size_t drained = 0;
+  while (drained < kLingerBytes) {
+    int64_t n = io::recv(fd_, buf_, read_cap_, 0, until, &token_);
+    if (n <= 0) break;
+    drained += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace weft::http

@@ -1,0 +1,77 @@
+// FileEntry: everything a response needs about one path: the open descriptor, its stat, the
+// validators, the content type, the prebuilt representation headers, and (for small files)
+// the bytes; or the errno of a failed lookup, so misses can be cached too.
+//
+// Entries are immutable once published and reference counted (FileRef), so the fd cache can
+// drop an entry while a response still sends from its descriptor: the fd closes when the
+// last reference goes. Any thread may hold and read a FileRef.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "server/conditional.hpp"
+
+namespace weft::http {
+
+struct FileEntry {
+  std::string path;        // the normalized request path (the cache key)
+  int fd = -1;             // O_RDONLY | O_CLOEXEC; -1 for misses and directories
+  int error = 0;           // errno of the failed open/stat; 0 when found
+  bool directory = false;  // a directory (fd closed; the caller tries index files)
+  uint64_t size = 0;
+  int64_t mtime = 0;     // seconds
+  int64_t mtime_ns = 0;  // nanoseconds part, to notice sub-second changes
+  uint64_t ino = 0;
+  uint64_t dev = 0;
+  ETag etag;
+  std::string_view content_type;  // owned by the MimeMap, which outlives every entry
+  std::string
+      headers;  // "Content-Type: ..\r\nLast-Modified: ..\r\nETag: ..\r\nAccept-Ranges: bytes\r\n"
+  std::unique_ptr<char[]> bytes;    // the whole file when small (see fd_cache max_file_bytes)
+  int64_t loaded_ns = 0;            // monotonic time of the last open/revalidation
+  std::atomic<int64_t> used_ns{0};  // monotonic time of the last lookup (for `inactive`)
+  std::atomic<uint32_t> refs{1};
+
+  ~FileEntry();
+
+  /// Returns whether the file's bytes are held in memory.
+  bool has_bytes() const { return bytes != nullptr; }
+};
+
+/// A counted reference to a FileEntry.
+class FileRef {
+ public:
+  FileRef() = default;
+  /// Adopts one reference to `e`.
+  explicit FileRef(FileEntry* e) : e_(e) {}
+  FileRef(const FileRef& o) : e_(o.e_) {
+    if (e_) e_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  FileRef(FileRef&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  FileRef& operator=(FileRef o) noexcept {
+    std::swap(e_, o.e_);
+    return *this;
+  }
+  ~FileRef() { reset(); }
+
+  /// Drops the reference; the entry (and its fd) dies with the last one.
+  void reset() {
+    if (e_ && e_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete e_;
+    e_ = nullptr;
+  }
+
+  FileEntry* get() const { return e_; }
+  FileEntry* operator->() const { return e_; }
+  FileEntry& operator*() const { return *e_; }
+  explicit operator bool() const { return e_ != nullptr; }
+
+ private:
+  FileEntry* e_ = nullptr;
+};
+
+}  // namespace weft::http

@@ -1,0 +1,118 @@
+#include "server/listener.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runtime/io.hpp"
+#include "runtime/scheduler.hpp"
+#include "server/connection.hpp"
+#include "server/metrics.hpp"
+
+namespace weft::http {
+
+namespace io = weft::rt::io;
+
+int open_listener(const ListenAddress& a, int backlog, bool reuseport) {
+  sockaddr_storage ss{};
+  socklen_t len;
+  if (a.ipv6) {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(a.port);
+    inet_pton(AF_INET6, a.host.c_str(), &s6->sin6_addr);
+    len = sizeof *s6;
+  } else {
+    auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons(a.port);
+    inet_pton(AF_INET, a.host.c_str(), &s4->sin_addr);
+    len = sizeof *s4;
+  }
+  int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    throw std::runtime_error("listen " + a.to_string() + ": socket: " + std::strerror(errno));
+  }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (reuseport) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (a.ipv6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, backlog) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw std::runtime_error("listen " + a.to_string() + ": " + std::strerror(err));
+  }
+  return fd;
+}
+
+std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses, int backlog,
+                                     bool reuseport, unsigned copies) {
+  std::vector<Listener> out;
+  try {
+    for (const auto& a : addresses) {
+      unsigned n = reuseport ? copies : 1;
+      for (unsigned i = 0; i < n; ++i) out.push_back({a, open_listener(a, backlog, reuseport)});
+    }
+  } catch (...) {
+    for (auto& l : out) ::close(l.fd);
+    throw;
+  }
+  return out;
+}
+
+void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop) {
+  auto backoff = std::chrono::milliseconds(1);
+  while (true) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    int c = io::accept(fd, reinterpret_cast<sockaddr*>(&peer), &len, rt::kNoDeadline, &stop);
+    if (c < 0) {
+      if (c == -ECANCELED) return;
+      if (c == -EMFILE || c == -ENFILE || c == -ENOBUFS || c == -ENOMEM) {
+        // Out of descriptors or memory: wait for some to free up rather than spin on the
+        // pending connection. Those in the backlog wait (or time out on the client side).
+        spdlog::warn("accept: {}; backing off {} ms", std::strerror(-c), backoff.count());
+        rt::sleep_for(backoff);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
+        continue;
+      }
+      if (c == -ECONNABORTED || c == -EINTR || c == -EAGAIN || c == -EPROTO) continue;
+      spdlog::error("accept: {}", std::strerror(-c));
+      rt::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    backoff = std::chrono::milliseconds(1);
+    int one = 1;
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    uint32_t open = ctx.open_connections.fetch_add(1, std::memory_order_relaxed) + 1;
+    bool reject = open > ctx.config.max_connections;
+    unsigned shard = rt::Processor::current()->index();
+    if (ctx.metrics) {
+      if (reject) {
+        ctx.metrics->on_rejected_connection(shard);
+      } else {
+        ctx.metrics->on_connection_open(shard);
+      }
+    }
+    ctx.connections.add(1);
+    rt::spawn([&ctx, c, peer, reject] {
+      {
+        Connection conn(ctx, c, peer);
+        conn.run(reject);
+      }
+      ctx.open_connections.fetch_sub(1, std::memory_order_relaxed);
+      if (ctx.metrics && !reject)
+        ctx.metrics->on_connection_close(rt::Processor::current()->index());
+      ctx.connections.done();
+    }).detach();
+  }
+}
+
+}  // namespace weft::http

@@ -1,0 +1,35 @@
+// Listening sockets and the accept loop.
+//
+// Each configured address gets one socket per processor with SO_REUSEPORT (the kernel
+// spreads new connections over them, so each acceptor fiber has its own queue), or, with
+// server.reuseport = false, one socket that an acceptor fiber per processor shares. IPv6
+// sockets are IPV6_V6ONLY, so "[::]:80" and "0.0.0.0:80" can both be listed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/io_driver.hpp"
+#include "server/config.hpp"
+#include "server/server_context.hpp"
+
+namespace weft::http {
+
+struct Listener {
+  ListenAddress address;
+  int fd = -1;
+};
+
+/// Binds and listens on every address, `copies` sockets each with SO_REUSEPORT when
+/// `reuseport`; throws std::runtime_error naming the address and the reason on failure.
+std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses, int backlog,
+                                     bool reuseport, unsigned copies);
+
+/// Binds one listening socket for `address` (used for the metrics endpoint too).
+int open_listener(const ListenAddress& address, int backlog, bool reuseport);
+
+/// Accepts connections on `fd` and starts a fiber for each until `stop` is cancelled.
+/// Running out of descriptors backs off (1 ms doubling to 100 ms) instead of spinning.
+void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop);
+
+}  // namespace weft::http

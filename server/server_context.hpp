@@ -1,0 +1,88 @@
+// ServerContext: what every connection of one running server shares, set up by run_server
+// before the first connection and torn down after the last.
+//
+// Connections register in a per-server list so shutdown can reach them: idle ones are
+// closed at once, busy ones finish their response (draining), and at the end of the grace
+// period the rest are cancelled through their tokens.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "runtime/io_driver.hpp"
+#include "runtime/latch.hpp"
+#include "server/config.hpp"
+#include "server/fd_cache.hpp"
+#include "server/http_date.hpp"
+#include "server/mime_map.hpp"
+
+namespace weft::http {
+
+class AccessLog;
+class Metrics;
+class Connection;
+
+/// Pooled per-processor resources: read buffers and splice pipes. Touching fresh memory
+/// costs ~15 us a page here, so buffers are reused, never freed, while the server runs.
+class ResourcePool {
+ public:
+  ResourcePool(std::size_t buffer_size, std::size_t pipe_size);
+  ~ResourcePool();
+  ResourcePool(const ResourcePool&) = delete;
+  ResourcePool& operator=(const ResourcePool&) = delete;
+
+  /// Returns a buffer of buffer_size() bytes (any thread).
+  char* take_buffer();
+  /// Gives a buffer back (any thread).
+  void give_buffer(char* b);
+  /// Returns an empty pipe {read, write} sized to pipe_size, or {-1,-1} with errno set.
+  std::pair<int, int> take_pipe();
+  /// Gives back a pipe; `clean` says it is empty (else it is closed, not reused).
+  void give_pipe(std::pair<int, int> p, bool clean);
+  std::size_t buffer_size() const { return buffer_size_; }
+
+ private:
+  std::mutex mu_;
+  std::size_t buffer_size_;
+  std::size_t pipe_size_;
+  std::vector<char*> buffers_;
+  std::vector<std::pair<int, int>> pipes_;
+};
+
+struct ServerContext {
+  const Config& config;
+  int root_fd = -1;
+  MimeMap mime;
+  DateCache dates;
+  std::unique_ptr<FdCache> files;
+  std::unique_ptr<AccessLog> access_log;
+  std::unique_ptr<Metrics> metrics;
+  std::vector<std::unique_ptr<ResourcePool>> pools;  // one per processor
+
+  std::atomic<uint32_t> open_connections{0};
+  std::atomic<bool> draining{false};  // shutdown began: finish the current response, close
+  rt::WaitGroup connections;          // every connection fiber
+
+  std::mutex registry_mu;
+  Connection* registry_head = nullptr;  // live connections (intrusive list), for shutdown
+
+  explicit ServerContext(const Config& c);
+  ~ServerContext();
+
+  /// Returns the pool of the calling fiber's processor.
+  ResourcePool& pool();
+
+  /// Adds / removes a live connection.
+  void enroll(Connection* c);
+  void withdraw(Connection* c);
+
+  /// Shutdown: closes idle connections now and tells busy ones to stop after their response.
+  void begin_drain();
+  /// Cancels every remaining connection's I/O (the grace period ran out).
+  void cancel_all();
+};
+
+}  // namespace weft::http
