@@ -5,7 +5,7 @@
 // per run; variants alternate within each repetition (order reversed every other one) so slow
 // drift on a shared machine hits both alike. Tables show the median over repetitions, the
 // spread of the first figure, the weft/Boost ratio of the first figure against the Boost
-// variant marked as reference, and median peak RSS and minor faults.
+// variant marked as reference, and median peak RSS, minor faults and CPU time.
 //
 // One-processor runs pin the child to one CPU (the last one this process may use); the
 // others use every allowed CPU. Run the whole program under `taskset` to choose the CPUs.
