@@ -52,18 +52,22 @@ void IoWait::end() {
 }
 
 void IoDriver::request_cancel(IoWait* w) {
-  {
-    std::lock_guard g(remote_lock_);
-    if (w->completed || w->cancel_queued) return;
-    w->cancel_queued = true;
-    w->next_cancel = cancels_;
-    cancels_ = w;
-  }
+  queue_cancel(w);
   unpark();
 }
 
+void IoDriver::queue_cancel(IoWait* w) {
+  std::lock_guard g(remote_lock_);
+  if (w->completed || w->cancel_queued) return;
+  w->cancel_queued = true;
+  w->next_cancel = cancels_;
+  cancels_ = w;
+}
+
 void IoDriver::mark_completed(IoWait* w) {
-  if (!w->has_token()) {  // no token: no canceller can know about w
+  // Without a token only the owner thread (a deadline timer) can queue a cancel of w, and
+  // this runs on the owner too: no lock needed unless a cancel is queued.
+  if (!w->has_token() && !w->cancel_queued) {
     w->completed = true;
     return;
   }

@@ -143,6 +143,9 @@ class IoDriver : public Driver {
   /// Any thread: asks the owner to cancel `w` if it is still in flight.
   void request_cancel(IoWait* w);
 
+  /// Owner thread: like request_cancel, without waking (the owner polls soon anyway).
+  void queue_cancel(IoWait* w);
+
  protected:
   // Owner: marks w completed and unqueues a pending cancel; call before waking its fiber.
   void mark_completed(IoWait* w);

@@ -235,7 +235,8 @@ Fiber* Processor::pick_fast() {
 
 void Processor::poll_events() {
   driver_->poll();
-  if (timers_.earliest() != TimerHeap::kNone) timers_.fire_due(to_ns(now()));
+  round_time_ = now();
+  if (timers_.earliest() != TimerHeap::kNone) timers_.fire_due(to_ns(round_time_));
 }
 
 Fiber* Processor::find_work() {
@@ -612,6 +613,12 @@ void unpark(Fiber* f, bool lifo) {
 }
 
 }  // namespace detail
+
+TimePoint coarse_now() {
+  Processor* p = Processor::current();
+  if (!p || p->round_time() == TimePoint{}) return now();
+  return p->round_time();
+}
 
 Fiber* current_fiber() {
   Processor* p = Processor::current();

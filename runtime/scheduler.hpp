@@ -94,6 +94,8 @@ class Processor {
   [[noreturn]] void exit_current();
   /// Polls the driver and fires due timers without blocking.
   void poll_events();
+  /// Returns the time of this processor's last poll (see coarse_now()).
+  TimePoint round_time() const { return round_time_; }
   /// Runs the action the previously running fiber left (first thing a fresh fiber does).
   void after_switch_public();
 
@@ -131,6 +133,7 @@ class Processor {
   };
   std::vector<VictimView> victims_;  // what this processor saw of each other at its last steal
   uint64_t tick_ = 0;
+  TimePoint round_time_{};
   Pending pending_ = Pending::none;
   Fiber* pending_fiber_ = nullptr;
   bool searching_ = false;
