@@ -11,6 +11,8 @@
 #include <liburing.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/scheduler.hpp"
+
 namespace weft::rt {
 
 // --- CancelToken / IoWait -------------------------------------------------------------
@@ -91,6 +93,23 @@ void IoDriver::rearm(IoWait* w) {
   }
   std::lock_guard g(remote_lock_);
   w->completed = false;
+}
+
+void IoDriver::finish_ready(ReadyWait& r) {
+  if (r.has_timer) TimerHeap::cancel(&r.timer);  // owner thread: it cannot be firing now
+  r.io.end();
+  int64_t res = r.io.result;
+  if (res == -ECANCELED && r.fired && !(r.io.token() && r.io.token()->cancelled())) {
+    res = -ETIMEDOUT;
+  }
+  ReadyWait::Callback fn = r.fn;
+  void* arg = r.arg;
+  Processor* p = Processor::current();
+  Runtime* rt = &p->runtime();
+  Fiber* f = detail::prepare(
+      rt, [fn, arg, res] { fn(arg, static_cast<int>(res)); }, SpawnOptions{"ready"});
+  detail::start_fiber(rt, f, Launch::post);
+  detail::release_ref(f);  // no handle: detached
 }
 
 IoWait* IoDriver::take_cancels() {

@@ -208,6 +208,36 @@ class IoUringDriver final : public IoDriver {
     return res;
   }
 
+  int arm_ready(ReadyWait& r, int fd, short events, TimePoint deadline, CancelToken* token,
+                ReadyWait::Callback fn, void* arg) override {
+    r.io.reset(this, token);
+    r.io.backend = &r;
+    r.io.on_complete = [](IoWait* w) { finish_ready(*static_cast<ReadyWait*>(w->backend)); };
+    r.fn = fn;
+    r.arg = arg;
+    r.fd = fd;
+    r.fired = false;
+    r.done = false;
+    r.driver = this;
+    r.has_timer = false;
+    if (!r.io.begin()) return -ECANCELED;
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_poll_add(sqe, fd, static_cast<unsigned>(events));
+    io_uring_sqe_set_data64(sqe, reinterpret_cast<uint64_t>(&r.io));
+    if (deadline != kNoDeadline) {
+      r.has_timer = true;
+      r.timer.deadline_ns = to_ns(deadline);
+      r.timer.on_fire = [](void* a) {
+        auto* rw = static_cast<ReadyWait*>(a);
+        rw->fired = true;
+        rw->driver->queue_cancel(&rw->io);
+      };
+      r.timer.arg = &r;
+      Processor::current()->timers().add(&r.timer);
+    }
+    return 0;
+  }
+
  private:
   struct Deadline {
     IoUringDriver* driver;
@@ -357,7 +387,11 @@ class IoUringDriver final : public IoDriver {
         auto* w = reinterpret_cast<IoWait*>(ud);
         w->result = cqe->res;
         mark_completed(w);
-        w->waiter.wake(false);
+        if (w->on_complete) {
+          w->on_complete(w);  // a ReadyWait: starts its callback fiber
+        } else {
+          w->waiter.wake(false);
+        }
       }
       ++n;
     }

@@ -566,11 +566,11 @@ Fiber* allocate_fiber(Runtime* rt) {
 
 void start_fiber(Runtime* rt, Fiber* f, Launch launch) {
   Processor* p = Processor::current();
-  if (p && &p->runtime() == rt && p->running()) {
-    if (launch == Launch::dispatch) {
+  if (p && &p->runtime() == rt) {
+    if (launch == Launch::dispatch && p->running()) {
       p->dispatch(f);
     } else {
-      p->schedule(f, false);
+      p->schedule(f, false);  // also from the scheduler context (I/O completions)
     }
     return;
   }

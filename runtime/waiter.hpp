@@ -27,6 +27,9 @@ class Waiter {
   /// Makes a waiter for `f` (used when a fiber waits on behalf of a known fiber).
   explicit Waiter(Fiber* f) : fiber_(f) {}
 
+  /// Points the waiter at the calling fiber (for waiters made outside a fiber).
+  void bind_current() { fiber_ = current_fiber(); }
+
   /// Claims the waiter and wakes its fiber (next on this processor when `lifo`); returns
   /// false when another waker already did.
   bool wake(bool lifo = true) {
