@@ -62,6 +62,11 @@ class EpollDriver final : public IoDriver {
     return wait_events(0);
   }
 
+  IoStats stats() const override {
+    return {enters_.load(std::memory_order_relaxed), ops_.load(std::memory_order_relaxed),
+            completions_.load(std::memory_order_relaxed)};
+  }
+
   void park(int64_t timeout_ns) override {
     flush_cancels();
     wait_events(timeout_ns);
@@ -73,6 +78,7 @@ class EpollDriver final : public IoDriver {
   }
 
   int64_t execute(IoRequest& r) override {
+    bump(ops_);
     switch (r.op) {
       case IoOpcode::accept:
         return retry(r, POLLIN, [&] {
@@ -280,6 +286,7 @@ class EpollDriver final : public IoDriver {
   int wait_events(int64_t timeout_ns) {
     epoll_event evs[256];
     timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
+    bump(enters_);
     int n = epoll_pwait2(epfd_, evs, 256, timeout_ns < 0 ? nullptr : &ts, nullptr);
     for (int i = 0; i < n; ++i) {
       uint64_t d = evs[i].data.u64;
@@ -291,6 +298,7 @@ class EpollDriver final : public IoDriver {
       uint32_t slot = static_cast<uint32_t>(d);
       uint32_t gen = static_cast<uint32_t>(d >> 32);
       if (slot < slots_.size() && slots_[slot].gen == gen && slots_[slot].wait) {
+        bump(completions_);
         complete(slots_[slot].wait, static_cast<int64_t>(evs[i].events), false);
       }
     }
@@ -298,6 +306,11 @@ class EpollDriver final : public IoDriver {
     return n > 0 ? n : 0;
   }
 
+  static void bump(std::atomic<uint64_t>& c) {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  std::atomic<uint64_t> enters_{0}, ops_{0}, completions_{0};
   int epfd_ = -1;
   int wake_fd_ = -1;
   std::vector<Slot> slots_;

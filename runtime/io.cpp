@@ -220,6 +220,8 @@ int when_ready(ReadyWait& w, int fd, short events, TimePoint deadline, CancelTok
   return driver().arm_ready(w, fd, events, deadline, token, fn, arg);
 }
 
-const char* backend() { return driver().backend(); }
+const char* backend() {
+  return driver().backend();
+}
 
 }  // namespace weft::rt::io

@@ -34,8 +34,14 @@ class IoDriver;
 
 enum class IoBackendKind { automatic, io_uring, epoll };
 
+enum class WakeMethod { eventfd, msg_ring };
+
 struct IoOptions {
   IoBackendKind backend = IoBackendKind::automatic;
+  // How another processor wakes a parked io_uring processor: an eventfd the ring keeps a
+  // read pending on, or IORING_OP_MSG_RING from the waker's own ring (threads outside the
+  // runtime always use the eventfd). See docs/benchmarks.md for the measurement.
+  WakeMethod wake = WakeMethod::eventfd;
   unsigned ring_entries = 1024;
   unsigned iowq_bounded = 4;  // IORING_REGISTER_IOWQ_MAX_WORKERS, per ring
   unsigned iowq_unbounded = 4;
@@ -174,8 +180,18 @@ class ReadyWait {
   class IoDriver* driver = nullptr;
 };
 
+/// Counters of one driver, for benchmarks ("io_uring_enter calls per operation").
+struct IoStats {
+  uint64_t enters = 0;       // io_uring_enter / epoll_wait calls
+  uint64_t operations = 0;   // operations started (submissions, or syscalls tried)
+  uint64_t completions = 0;  // completions handled
+};
+
 class IoDriver : public Driver {
  public:
+  /// Returns this driver's counters (relaxed snapshots; any thread).
+  virtual IoStats stats() const = 0;
+
   /// Returns "io_uring" or "epoll".
   virtual const char* backend() const = 0;
 

@@ -29,8 +29,9 @@
 namespace weft::rt {
 namespace {
 
-constexpr uint64_t kWakeTag = 1;    // the eventfd read
-constexpr uint64_t kIgnoreTag = 2;  // cancels: nothing waits for them
+constexpr uint64_t kWakeTag = 1;     // the eventfd read
+constexpr uint64_t kIgnoreTag = 2;   // cancels, MSG_RING sends: nothing waits for them
+constexpr uint64_t kMsgWakeTag = 3;  // a MSG_RING wake-up landing in this ring
 
 struct FlagSet {
   unsigned flags;
@@ -141,6 +142,7 @@ class IoUringDriver final : public IoDriver {
         ts.tv_nsec = timeout_ns % 1'000'000'000;
         tsp = &ts;
       }
+      bump(enters_);
       io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, tsp, nullptr);
     } else {
       enter_submit();
@@ -149,8 +151,25 @@ class IoUringDriver final : public IoDriver {
   }
 
   void unpark() override {
+    if (options_.wake == WakeMethod::msg_ring && ready_) {
+      // From a processor with a ring of its own: post a completion straight into ours.
+      Processor* p = Processor::current();
+      auto* mine = p ? dynamic_cast<IoUringDriver*>(p->io_driver()) : nullptr;
+      if (mine && mine != this && mine->ready_) {
+        io_uring_sqe* sqe = mine->get_sqe();
+        io_uring_prep_msg_ring(sqe, ring_.ring_fd, 0, kMsgWakeTag, 0);
+        io_uring_sqe_set_data64(sqe, kIgnoreTag);
+        mine->enter_submit();
+        return;
+      }
+    }
     uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+  }
+
+  IoStats stats() const override {
+    return {enters_.load(std::memory_order_relaxed), ops_.load(std::memory_order_relaxed),
+            completions_.load(std::memory_order_relaxed)};
   }
 
   int64_t execute(IoRequest& req) override {
@@ -262,6 +281,7 @@ class IoUringDriver final : public IoDriver {
   }
 
   void enter_submit() {
+    bump(enters_);
     int rc = io_uring_submit_and_get_events(&ring_);
     if (rc == -EBUSY) reap();  // CQ backlog: make room, the next poll submits
   }
@@ -269,6 +289,7 @@ class IoUringDriver final : public IoDriver {
   // Queues the operation (or, when `poll_phase`, a readiness poll for it) and parks until
   // its completion; returns the CQE result.
   int64_t submit_and_wait(const IoRequest& r, IoWait& w, bool poll_phase) {
+    bump(ops_);
     if (io_uring_sq_space_left(&ring_) < 2) enter_submit();
     io_uring_sqe* sqe = get_sqe();
     if (poll_phase) {
@@ -383,7 +404,8 @@ class IoUringDriver final : public IoDriver {
       uint64_t ud = cqe->user_data;
       if (ud == kWakeTag) {
         wake_armed_ = false;
-      } else if (ud != kIgnoreTag) {
+      } else if (ud != kIgnoreTag && ud != kMsgWakeTag) {
+        bump(completions_);
         auto* w = reinterpret_cast<IoWait*>(ud);
         w->result = cqe->res;
         mark_completed(w);
@@ -400,7 +422,13 @@ class IoUringDriver final : public IoDriver {
     return static_cast<int>(n);
   }
 
+  // Owner-only counters, read by others: relaxed load/store, no read-modify-write.
+  static void bump(std::atomic<uint64_t>& c) {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
   IoOptions options_;
+  std::atomic<uint64_t> enters_{0}, ops_{0}, completions_{0};
   io_uring ring_{};
   bool ready_ = false;
   int wake_fd_ = -1;

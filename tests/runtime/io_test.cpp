@@ -605,3 +605,38 @@ TEST(IoUring, KernelWorkersStayBounded) {
 
 }  // namespace
 }  // namespace weft::rt
+
+namespace weft::rt {
+namespace {
+
+// Processors woken through IORING_OP_MSG_RING instead of the eventfd lose no wake-up.
+TEST(IoUring, MsgRingWakeUpsAreNotLost) {
+  IoOptions io;
+  io.backend = IoBackendKind::io_uring;
+  io.wake = WakeMethod::msg_ring;
+  RuntimeOptions o;
+  o.processors = 2;
+  o.make_driver = make_io_driver_factory(io);
+  Runtime rt(o);
+  std::atomic<int> rounds{0};
+  rt.run([&] {
+    Semaphore ping(0), pong(0);
+    auto other = spawn([&] {
+      for (int i = 0; i < 300; ++i) {
+        ping.acquire();
+        rounds.fetch_add(1);
+        pong.release();
+      }
+    });
+    for (int i = 0; i < 300; ++i) {
+      if (i % 10 == 0) sleep_for(std::chrono::microseconds(200));  // let processors park
+      ping.release();
+      pong.acquire();
+    }
+    other.join();
+  });
+  EXPECT_EQ(rounds.load(), 300);
+}
+
+}  // namespace
+}  // namespace weft::rt
