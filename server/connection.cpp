@@ -249,7 +249,9 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
   }
   if (file->error) {
     ErrnoStatus es = status_from_errno(file->error);
-    spdlog::log(es.level, "{}: {} {}: {}", peer_, req.method_text(), path_,
+    // The path is decoded client input: quoted and escaped ("{:?}"), so that a "%0a" in it
+    // cannot start a forged line in the error log.
+    spdlog::log(es.level, "{}: {} {:?}: {}", peer_, req.method_text(), path_,
                 std::strerror(file->error));
     return done(es.status, 0, respond_error(es.status, &req, close));
   }
