@@ -100,7 +100,7 @@ class WeftServer:
     def log(self):
         """Returns the error log so far."""
         try:
-            with open(self.error_log) as f:
+            with open(self.error_log, errors="backslashreplace") as f:
                 return f.read()
         except OSError:
             return ""

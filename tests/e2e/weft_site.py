@@ -13,7 +13,8 @@ build(base) makes, under the folder `base`:
       big.bin                 100 MiB, sparse, with MARKS (offset -> bytes) written into it
       dir/index.html, dir/sub/deep.txt, "a b/index.html"
       noindex/file.txt        a directory without an index file
-      in-link -> hello.txt, dir-link -> dir, out-link -> ../outside/target.txt
+      in-link -> hello.txt, dir-link -> dir, out-link -> ../outside/target.txt,
+      out-dir-link -> ../outside
       secret.txt              mode 000 (unreadable, unless the tests run as root)
       fifo                    a FIFO
       sock                    a Unix socket (open(2) says ENXIO: the honest way to a 500)
@@ -86,6 +87,7 @@ def build(base):
     os.symlink("hello.txt", os.path.join(root, "in-link"))
     os.symlink("dir", os.path.join(root, "dir-link"))
     os.symlink("../outside/target.txt", os.path.join(root, "out-link"))
+    os.symlink("../outside", os.path.join(root, "out-dir-link"))
     os.mkfifo(os.path.join(root, "fifo"))
     s = socket.socket(socket.AF_UNIX)
     s.bind(os.path.join(root, "sock"))
