@@ -228,6 +228,11 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
   }
   unsigned shard = rt::Processor::current()->index();
   FileRef file = ctx_.files->lookup(path_, shard);
+  if (!file->error && !file->directory && path_.back() == '/') {
+    // A trailing "/" names a directory (path.hpp), but the cache opens the name without it:
+    // answer a file there as open(2) would have, ENOTDIR, rather than serve it.
+    return fail(status_from_errno(ENOTDIR).status);
+  }
   if (file->directory) {
     if (path_.back() != '/') {
       scratch_.assign("Location: ");
