@@ -38,7 +38,9 @@ def free_port(family=socket.AF_INET, host="127.0.0.1"):
 class WeftServer:
     """A weft process serving `root` with extra TOML `settings` ({section: {key: value}})."""
 
-    def __init__(self, root, backend="io_uring", settings=None, processors=2, listen=None):
+    def __init__(self, root, backend="io_uring", settings=None, processors=2, listen=None,
+                 prefix=()):
+        self.prefix = list(prefix)  # a command that runs weft, such as setpriv with its options
         self.tmp = tempfile.mkdtemp(prefix="weft-e2e-")
         self.root = root
         self.port = free_port()
@@ -65,7 +67,7 @@ class WeftServer:
 
     def start(self, timeout=10):
         """Starts weft and waits until its first address accepts connections."""
-        self.proc = subprocess.Popen([WEFT, "-c", self.config], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(self.prefix + [WEFT, "-c", self.config], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT)
         host, port = split_address(self.listen[0])
         deadline = time.monotonic() + timeout

@@ -7,7 +7,7 @@ build(base) makes, under the folder `base`:
     base/root/                the document root:
       hello.txt               b"hello world\\n" (text/plain)
       index.html, style.css, data.json, song.flac (type only from /etc/mime.types),
-      blob.unknownext, noext  (application/octet-stream)
+      blob.unknownext, noext  (application/octet-stream), empty.txt (0 bytes)
       medium.bin              MEDIUM: 200 KiB pattern, larger than the fd cache's in-memory
                               files, so it goes out through io.body
       big.bin                 100 MiB, sparse, with MARKS (offset -> bytes) written into it
@@ -44,6 +44,7 @@ FILES = {
     "song.flac": b"fLaC-not-really\n",
     "blob.unknownext": b"\x00\x01binary\n",
     "noext": b"no extension\n",
+    "empty.txt": b"",
     "medium.bin": MEDIUM,
     "dir/index.html": DIR_INDEX,
     "dir/sub/deep.txt": DEEP,
