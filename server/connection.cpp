@@ -146,7 +146,7 @@ void Connection::run(bool reject) {
     if (r.status == ParseStatus::error) {
       spdlog::debug("{}: bad request ({}): {}", peer_, r.http_status, r.reason);
       respond_error(r.http_status, nullptr, true);
-      log_access(nullptr, r.http_status, 0, request_started);
+      log_access(nullptr, r.http_status, error_body(r.http_status).size(), request_started);
       flush();
       lingering_close();
       return;
@@ -201,10 +201,16 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
     log_access(&req, status, body, started);
     return ok && !close;
   };
+  // An error page; the access log counts its bytes, as NGINX's $body_bytes_sent does.
+  auto fail = [&](int status, std::string_view extra = {}) {
+    bool ok = respond_error(status, &req, close, extra);
+    uint64_t page = method == Method::head ? 0 : error_body(status).size();
+    return done(status, ok ? page : 0, ok);
+  };
 
   if (method == Method::other) {
     std::string extra = "Allow: " + std::string(kAllow) + "\r\n";
-    return done(405, 0, respond_error(405, &req, close, extra));
+    return fail(405, extra);
   }
   if (method == Method::options) {
     HeadBuffer h;
@@ -218,10 +224,15 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
   TargetStatus ts = normalize_target(req.target(), path_);
   if (ts != TargetStatus::ok) {
     int status = http_status(ts);
-    return done(status, 0, respond_error(status, &req, close));
+    return fail(status);
   }
   unsigned shard = rt::Processor::current()->index();
   FileRef file = ctx_.files->lookup(path_, shard);
+  if (!file->error && !file->directory && path_.back() == '/') {
+    // A trailing "/" names a directory (path.hpp), but the cache opens the name without it:
+    // answer a file there as open(2) would have, ENOTDIR, rather than serve it.
+    return fail(status_from_errno(ENOTDIR).status);
+  }
   if (file->directory) {
     if (path_.back() != '/') {
       scratch_.assign("Location: ");
@@ -229,7 +240,7 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
       scratch_.append("/");
       scratch_.append(query_of(req.target()));
       scratch_.append("\r\n");
-      return done(301, 0, respond_error(301, &req, close, scratch_));
+      return fail(301, scratch_);
     }
     FileRef found;
     for (const std::string& index : cfg.index) {
@@ -244,14 +255,16 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
         break;
       }
     }
-    if (!found) return done(403, 0, respond_error(403, &req, close));
+    if (!found) return fail(403);
     file = std::move(found);
   }
   if (file->error) {
     ErrnoStatus es = status_from_errno(file->error);
-    spdlog::log(es.level, "{}: {} {}: {}", peer_, req.method_text(), path_,
+    // The path is decoded client input: quoted and escaped ("{:?}"), so that a "%0a" in it
+    // cannot start a forged line in the error log.
+    spdlog::log(es.level, "{}: {} {:?}: {}", peer_, req.method_text(), path_,
                 std::strerror(file->error));
-    return done(es.status, 0, respond_error(es.status, &req, close));
+    return fail(es.status);
   }
 
   Reply rep;
@@ -265,7 +278,7 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
       rep.not_modified = true;
       break;
     case Precondition::failed:
-      return done(412, 0, respond_error(412, &req, close));
+      return fail(412);
     case Precondition::proceed:
       break;
   }
@@ -278,7 +291,7 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
         scratch_.assign("Content-Range: ")
             .append(format_content_range(rep.range, cr))
             .append("\r\n");
-        return done(416, 0, respond_error(416, &req, close, scratch_));
+        return fail(416, scratch_);
       }
       if (rep.range.kind == RangeResult::Kind::single) {
         rep.status = 206;
