@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -76,94 +77,154 @@ struct Connection::Reply {
   RangeResult range;
 };
 
-Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer)
-    : ctx_(ctx), fd_(fd), parser_(ctx.config) {
+Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, bool rejected)
+    : ctx_(ctx), fd_(fd), rejected_(rejected) {
   if (peer.ss_family == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, peer_, sizeof peer_);
   } else if (peer.ss_family == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr, peer_,
               sizeof peer_);
   }
+  ctx_.open_connections.fetch_add(1, std::memory_order_relaxed);
+  ctx_.connections.add(1);
   ctx_.enroll(this);
 }
 
 Connection::~Connection() {
   ctx_.withdraw(this);
-  for (auto& h : hold_) h.reset();
-  if (buf_) ctx_.pool().give_buffer(buf_);
+  release_work();
   if (fd_ >= 0) ::close(fd_);
+  ctx_.open_connections.fetch_sub(1, std::memory_order_relaxed);
+  if (ctx_.metrics && !rejected_) {
+    rt::Processor* p = rt::Processor::current();
+    ctx_.metrics->on_connection_close(p ? p->index() : 0);
+  }
+  ctx_.connections.done();
+}
+
+void Connection::start(Connection* c) {
+  if (c->run() == Outcome::closed) delete c;
+}
+
+void Connection::on_ready(void* arg, int result) {
+  auto* c = static_cast<Connection*>(arg);
+  c->idle_.store(false, std::memory_order_release);
+  // Timed out or cancelled (shutdown) while idle: close quietly.
+  if (result < 0 || c->ctx_.draining.load(std::memory_order_acquire)) {
+    delete c;
+    return;
+  }
+  start(c);
 }
 
 void Connection::drain() {
   if (idle_.load(std::memory_order_acquire)) token_.cancel();
 }
 
-rt::TimePoint Connection::send_deadline() const {
-  return rt::now() + ctx_.config.send_timeout;
+void Connection::acquire_work() {
+  if (!work_) work_ = ctx_.pool().take_work();
 }
 
-void Connection::run(bool reject) {
-  ResourcePool& pool = ctx_.pool();
-  buf_ = pool.take_buffer();
-  // The pooled buffer holds the read area and, after it, the output arena for heads.
-  arena_cap_ = 4096;
-  read_cap_ = pool.buffer_size() - arena_cap_;
-  arena_ = buf_ + read_cap_;
-  if (reject) {
+void Connection::release_work() {
+  if (!work_) return;
+  for (int i = 0; i < iov_count_; ++i) work_->hold[i].reset();
+  iov_count_ = 0;
+  arena_used_ = 0;
+  queued_bytes_ = 0;
+  ctx_.pool().give_work(std::exchange(work_, nullptr));
+}
+
+rt::TimePoint Connection::send_deadline() const {
+  return rt::coarse_now() + ctx_.config.send_timeout;
+}
+
+Connection::Outcome Connection::run() {
+  acquire_work();
+  if (rejected_) {
     respond_error(503, nullptr, true);
     lingering_close();
-    return;
+    return Outcome::closed;
   }
   const Config& cfg = ctx_.config;
-  rt::TimePoint request_started{};
   while (true) {
-    ParseResult r = parser_.parse({buf_, have_});
+    ParseResult r = work_->parser.parse({work_->read_area(), have_});
     if (r.status == ParseStatus::need_more) {
       have_ = r.keep;
-      if (!flush()) return;
+      if (!flush()) return Outcome::closed;
       bool idle = have_ == 0;
-      if (idle && (ctx_.draining.load(std::memory_order_acquire) || closing_)) return;
-      rt::TimePoint deadline =
-          idle ? rt::now() + (requests_ == 0 ? cfg.header_timeout : cfg.keepalive_timeout)
-               : request_started + cfg.header_timeout;
-      idle_.store(idle, std::memory_order_release);
-      // Shutdown may have begun between the check and the store: look again.
-      if (idle && ctx_.draining.load(std::memory_order_acquire)) return;
-      int64_t n = io::recv(fd_, buf_ + have_, read_cap_ - have_, 0, deadline, &token_);
+      rt::TimePoint deadline;
+      if (idle) {
+        if (ctx_.draining.load(std::memory_order_acquire) || closing_) return Outcome::closed;
+        // A fresh connection waits for its first request for timeouts.header, a kept-alive
+        // one for its next for timeouts.keepalive; both counted from when the wait began.
+        if (idle_deadline_ == rt::TimePoint{}) {
+          idle_deadline_ =
+              rt::coarse_now() + (requests_ == 0 ? cfg.header_timeout : cfg.keepalive_timeout);
+        }
+        // Wait briefly with this fiber (a busy client's next request comes within
+        // milliseconds); past that, go idle without a fiber, stack or buffer.
+        deadline = std::min(idle_deadline_, rt::coarse_now() + kActiveWait);
+        idle_.store(true, std::memory_order_release);
+        // Shutdown may have begun between the check and the store: look again.
+        if (ctx_.draining.load(std::memory_order_acquire)) return Outcome::closed;
+      } else {
+        deadline = request_started_ + cfg.header_timeout;
+      }
+      int64_t n =
+          io::recv(fd_, work_->read_area() + have_, work_->read_cap - have_, 0, deadline, &token_);
       idle_.store(false, std::memory_order_release);
-      if (n == 0) return;  // the client closed
+      if (n == 0) return Outcome::closed;  // the client closed
       if (n < 0) {
+        if (n == -ETIMEDOUT && idle && rt::coarse_now() < idle_deadline_) return go_idle();
         if (n == -ETIMEDOUT && !idle) {
           respond_error(408, nullptr, true);
           lingering_close();
         }
-        return;
+        return Outcome::closed;
       }
-      if (have_ == 0) request_started = rt::coarse_now();
+      if (have_ == 0) {
+        request_started_ = rt::coarse_now();
+        idle_deadline_ = {};
+      }
       have_ += static_cast<std::size_t>(n);
       continue;
     }
     if (r.status == ParseStatus::error) {
       spdlog::debug("{}: bad request ({}): {}", peer_, r.http_status, r.reason);
       respond_error(r.http_status, nullptr, true);
-      log_access(nullptr, r.http_status, error_body(r.http_status).size(), request_started);
+      log_access(nullptr, r.http_status, error_body(r.http_status).size(), request_started_);
       flush();
       lingering_close();
-      return;
+      return Outcome::closed;
     }
-    if (have_ == 0 || request_started == rt::TimePoint{}) request_started = rt::coarse_now();
-    bool keep = serve(parser_.request(), request_started);
-    std::size_t used = parser_.consumed();
-    if (used < have_) std::memmove(buf_, buf_ + used, have_ - used);
+    if (request_started_ == rt::TimePoint{}) request_started_ = rt::coarse_now();
+    bool keep = serve(work_->parser.request(), request_started_);
+    std::size_t used = work_->parser.consumed();
+    if (used < have_) std::memmove(work_->read_area(), work_->read_area() + used, have_ - used);
     have_ -= used;
-    request_started = have_ > 0 ? rt::coarse_now() : rt::TimePoint{};
+    request_started_ = have_ > 0 ? rt::coarse_now() : rt::TimePoint{};
     if (!keep) {
       flush();
       lingering_close();
-      return;
+      return Outcome::closed;
     }
-    if (have_ == 0 && !flush()) return;
+    if (have_ == 0 && !flush()) return Outcome::closed;
   }
+}
+
+Connection::Outcome Connection::go_idle() {
+  release_work();
+  idle_.store(true, std::memory_order_release);
+  if (ctx_.draining.load(std::memory_order_acquire)) return Outcome::closed;
+  // From here the connection belongs to the readiness wait: on_ready runs it again (or closes
+  // it) on a new fiber, possibly before this fiber has returned. Touch nothing after arming.
+  int rc =
+      io::when_ready(ready_, fd_, POLLIN, idle_deadline_, &token_, &Connection::on_ready, this);
+  if (rc < 0) {
+    idle_.store(false, std::memory_order_release);
+    return Outcome::closed;
+  }
+  return Outcome::idle;
 }
 
 void Connection::begin_head(HeadBuffer& h, int status, bool close, const Request* req) {
@@ -221,31 +282,31 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
     return done(200, 0, queue(h.view(), nullptr, 0, {}));
   }
 
-  TargetStatus ts = normalize_target(req.target(), path_);
+  TargetStatus ts = normalize_target(req.target(), work_->path);
   if (ts != TargetStatus::ok) {
     int status = http_status(ts);
     return fail(status);
   }
   unsigned shard = rt::Processor::current()->index();
-  FileRef file = ctx_.files->lookup(path_, shard);
-  if (!file->error && !file->directory && path_.back() == '/') {
+  FileRef file = ctx_.files->lookup(work_->path, shard);
+  if (!file->error && !file->directory && work_->path.back() == '/') {
     // A trailing "/" names a directory (path.hpp), but the cache opens the name without it:
     // answer a file there as open(2) would have, ENOTDIR, rather than serve it.
     return fail(status_from_errno(ENOTDIR).status);
   }
   if (file->directory) {
-    if (path_.back() != '/') {
-      scratch_.assign("Location: ");
-      encode_path(path_, scratch_);
-      scratch_.append("/");
-      scratch_.append(query_of(req.target()));
-      scratch_.append("\r\n");
-      return fail(301, scratch_);
+    if (work_->path.back() != '/') {
+      work_->scratch.assign("Location: ");
+      encode_path(work_->path, work_->scratch);
+      work_->scratch.append("/");
+      work_->scratch.append(query_of(req.target()));
+      work_->scratch.append("\r\n");
+      return fail(301, work_->scratch);
     }
     FileRef found;
     for (const std::string& index : cfg.index) {
-      scratch_.assign(path_).append(index);
-      FileRef candidate = ctx_.files->lookup(scratch_, shard);
+      work_->scratch.assign(work_->path).append(index);
+      FileRef candidate = ctx_.files->lookup(work_->scratch, shard);
       if (!candidate->error && !candidate->directory) {
         found = std::move(candidate);
         break;
@@ -262,7 +323,7 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
     ErrnoStatus es = status_from_errno(file->error);
     // The path is decoded client input: quoted and escaped ("{:?}"), so that a "%0a" in it
     // cannot start a forged line in the error log.
-    spdlog::log(es.level, "{}: {} {:?}: {}", peer_, req.method_text(), path_,
+    spdlog::log(es.level, "{}: {} {:?}: {}", peer_, req.method_text(), work_->path,
                 std::strerror(file->error));
     return fail(es.status);
   }
@@ -288,10 +349,10 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
       rep.range = parse_range(*range, file->size);
       if (rep.range.kind == RangeResult::Kind::unsatisfiable) {
         ContentRangeBuffer cr;
-        scratch_.assign("Content-Range: ")
+        work_->scratch.assign("Content-Range: ")
             .append(format_content_range(rep.range, cr))
             .append("\r\n");
-        return fail(416, scratch_);
+        return fail(416, work_->scratch);
       }
       if (rep.range.kind == RangeResult::Kind::single) {
         rep.status = 206;
@@ -345,11 +406,11 @@ bool Connection::queue(std::string_view head, const char* body, std::size_t body
   // Small bodies are copied behind their head: one contiguous slice, one plain send.
   bool copy_body = body_len > 0 && body_len <= kCopyBodyMax;
   std::size_t need = head.size() + (copy_body ? body_len : 0);
-  if (iov_count_ + 2 > kMaxIov || need > arena_cap_ - arena_used_) {
+  if (iov_count_ + 2 > ConnectionWork::kMaxIov || need > ConnectionWork::kArena - arena_used_) {
     if (!flush()) return false;
   }
-  if (need > arena_cap_) copy_body = false;  // cannot happen with our heads; be safe
-  char* h = arena_ + arena_used_;
+  if (need > ConnectionWork::kArena) copy_body = false;  // cannot happen with our heads; be safe
+  char* h = work_->arena() + arena_used_;
   std::memcpy(h, head.data(), head.size());
   std::size_t slice = head.size();
   if (copy_body) {
@@ -358,15 +419,16 @@ bool Connection::queue(std::string_view head, const char* body, std::size_t body
   }
   arena_used_ += slice;
   // Merge with the previous slice when adjacent in the arena (consecutive responses).
-  if (iov_count_ > 0 &&
-      static_cast<char*>(iov_[iov_count_ - 1].iov_base) + iov_[iov_count_ - 1].iov_len == h) {
-    iov_[iov_count_ - 1].iov_len += slice;
+  if (iov_count_ > 0 && static_cast<char*>(work_->iov[iov_count_ - 1].iov_base) +
+                                work_->iov[iov_count_ - 1].iov_len ==
+                            h) {
+    work_->iov[iov_count_ - 1].iov_len += slice;
   } else {
-    iov_[iov_count_++] = {h, slice};
+    work_->iov[iov_count_++] = {h, slice};
   }
   if (body_len > 0 && !copy_body) {
-    hold_[iov_count_] = std::move(hold);
-    iov_[iov_count_++] = {const_cast<char*>(body), body_len};
+    work_->hold[iov_count_] = std::move(hold);
+    work_->iov[iov_count_++] = {const_cast<char*>(body), body_len};
   }
   queued_bytes_ += head.size() + body_len;
   return true;
@@ -374,10 +436,11 @@ bool Connection::queue(std::string_view head, const char* body, std::size_t body
 
 bool Connection::flush() {
   if (iov_count_ == 0) return true;
-  int64_t n = iov_count_ == 1 ? io::send_all(fd_, iov_[0].iov_base, iov_[0].iov_len, 0,
-                                             send_deadline(), &token_)
-                              : io::sendv_all(fd_, iov_, iov_count_, 0, send_deadline(), &token_);
-  for (int i = 0; i < iov_count_; ++i) hold_[i].reset();
+  int64_t n = iov_count_ == 1
+                  ? io::send_all(fd_, work_->iov[0].iov_base, work_->iov[0].iov_len, 0,
+                                 send_deadline(), &token_)
+                  : io::sendv_all(fd_, work_->iov, iov_count_, 0, send_deadline(), &token_);
+  for (int i = 0; i < iov_count_; ++i) work_->hold[i].reset();
   iov_count_ = 0;
   arena_used_ = 0;
   queued_bytes_ = 0;
@@ -473,7 +536,7 @@ void Connection::lingering_close() {
   rt::TimePoint until = rt::now() + kLingerTime;
   std::size_t drained = 0;
   while (drained < kLingerBytes) {
-    int64_t n = io::recv(fd_, buf_, read_cap_, 0, until, &token_);
+    int64_t n = io::recv(fd_, work_->read_area(), work_->read_cap, 0, until, &token_);
     if (n <= 0) break;
     drained += static_cast<std::size_t>(n);
   }

@@ -157,6 +157,10 @@ RequestParser::RequestParser(const Config& config)
   start_request();
 }
 
+void RequestParser::reset() {
+  start_request();
+}
+
 void RequestParser::start_request() {
   llhttp_reset(&llhttp_);  // also forgets llhttp's upgrade or "closed" state: we decide those
   phase_ = Phase::head;

@@ -84,6 +84,10 @@ class RequestParser {
   /// is ready, more bytes are needed, or the request is bad; never allocates.
   ParseResult parse(std::span<const char> data);
 
+  /// Forgets any request in progress: the next parse() starts a new one (for a parser
+  /// taken from a pool, or reused at a request boundary).
+  void reset();
+
   /// Returns the request; valid after parse() returned ready, until the next parse().
   const Request& request() const { return request_; }
 

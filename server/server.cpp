@@ -174,11 +174,11 @@ int run_server(const Config& config) {
                          [&ctx] { return static_cast<double>(ctx.files->size()); });
   ctx.metrics->add_gauge("weft_fd_cache_bytes", "Bytes of file contents in the fd cache",
                          [&ctx] { return static_cast<double>(ctx.files->bytes()); });
-  // Read area: the longest head the parser accepts plus one read; then a 4 KiB arena for
-  // queued response heads.
-  std::size_t buffer_size = config.max_header_bytes + 4096 + 4096;
+  // Read area: the longest head the parser accepts plus one read (the arena for queued
+  // response heads comes on top, see ConnectionWork).
+  std::size_t read_capacity = config.max_header_bytes + 4096;
   for (unsigned i = 0; i < procs; ++i) {
-    ctx.pools.push_back(std::make_unique<ResourcePool>(buffer_size, config.pipe_size));
+    ctx.pools.push_back(std::make_unique<ResourcePool>(config, read_capacity, config.pipe_size));
   }
   ctx.metrics->add_gauge("weft_ready_queue_length", "Fibers ready to run, all processors",
                          [&runtime] {
