@@ -96,9 +96,13 @@ class Container:
     def __init__(self, *flags):
         self.id = engine("run", "-d", "--no-healthcheck", "-p", "127.0.0.1::8080",
                          *RUN_FLAGS, *flags, IMAGE).stdout.strip()
-        host, port = engine("port", self.id, "8080/tcp").stdout.split()[0].rsplit(":", 1)
-        self.address = (host, int(port))
-        self.wait_ready()
+        try:
+            host, port = engine("port", self.id, "8080/tcp").stdout.split()[0].rsplit(":", 1)
+            self.address = (host, int(port))
+            self.wait_ready()
+        except BaseException:
+            self.remove()
+            raise
 
     def wait_ready(self, timeout=30):
         """Waits until weft answers a request (the timeout only catches one that never does)."""
