@@ -23,7 +23,7 @@ TEST_BUILD_PKGS=(
 )
 # Tests: real clients and sanitizer/fuzzer runtimes.
 TEST_PKGS=(
-  curl python3 clang libclang-rt-14-dev procps iproute2
+  curl python3 python3-yaml clang libclang-rt-14-dev procps iproute2
 )
 # Benchmarks and comparisons: the peers and the clients that measure them.
 BENCH_PKGS=(
