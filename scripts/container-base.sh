@@ -17,12 +17,12 @@ fi
 mirror="${WEFT_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 security="${WEFT_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}"
 
-have_image() { $engine image inspect "$1" >/dev/null 2>&1; }
+have_image() { "$engine" image inspect "$1" >/dev/null 2>&1; }
 
 need=()
 for tag in bookworm bookworm-slim; do
   have_image "debian:$tag" && continue
-  if timeout 300 $engine pull -q "docker.io/library/debian:$tag" >/dev/null 2>&1; then
+  if timeout 300 "$engine" pull -q "docker.io/library/debian:$tag" >/dev/null 2>&1; then
     echo "container-base: pulled debian:$tag"
   else
     need+=("$tag")
@@ -69,7 +69,7 @@ rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin \
 printf '#!/bin/sh\nexit 101\n' >"$rootfs/usr/sbin/policy-rc.d"
 chmod +x "$rootfs/usr/sbin/policy-rc.d"
 
-import_rootfs() { tar -C "$rootfs" -c . | $engine import --change 'CMD ["bash"]' - "$1" >/dev/null; }
+import_rootfs() { tar -C "$rootfs" -c . | "$engine" import --change 'CMD ["bash"]' - "$1" >/dev/null; }
 
 if [[ " ${need[*]} " == *" bookworm "* ]]; then
   import_rootfs debian:bookworm

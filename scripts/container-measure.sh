@@ -15,7 +15,7 @@ fi
 # These VMs refuse the engine's default (higher) RLIMIT_NOFILE/NPROC; see docs/containers.md.
 read -r -a run_flags <<<"${WEFT_CONTAINER_RUN_FLAGS:---ulimit nofile=16384:16384 --ulimit nproc=4096:4096}"
 
-size=$($engine image inspect --format '{{.Size}}' "$image")
+size=$("$engine" image inspect --format '{{.Size}}' "$image")
 echo "image $image: $size bytes ($(awk -v s="$size" 'BEGIN{printf "%.1f MB", s/1e6}'))"
 
 # Seconds from `run` until GET / answers 200 on the published port; the container is removed.
@@ -24,13 +24,13 @@ startup() {
   shift
   local t0 t1 id
   t0=$(date +%s.%N)
-  id=$($engine run -d --no-healthcheck -p "127.0.0.1:$port:8080" "${run_flags[@]}" "$@" "$image")
+  id=$("$engine" run -d --no-healthcheck -p "127.0.0.1:$port:8080" "${run_flags[@]}" "$@" "$image")
   for _ in $(seq 3000); do
     curl -sf -o /dev/null "http://127.0.0.1:$port/" && break
     sleep 0.005
   done
   t1=$(date +%s.%N)
-  $engine rm -f "$id" >/dev/null
+  "$engine" rm -f "$id" >/dev/null
   awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f\n", b-a}'
 }
 
