@@ -251,13 +251,14 @@ HTTP_DATE = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|M
 
 
 class ServerCase(unittest.TestCase):
-    """One weft per test class: set `backend`, `settings`, and optionally `make_root(cls, base)`
+    """One weft per test class: set `backend`, `settings`, `processors`, and `make_root(cls, base)`
     (builds the document root under `base` and returns it; default: weft_site.build); the
     server is `cls.srv`, the root `cls.root`, its parent `cls.base`.
     tearDownClass checks that the server exits 0 on SIGTERM."""
 
     backend = None
     settings = {}
+    processors = 2
 
     @classmethod
     def make_root(cls, base):
@@ -267,7 +268,7 @@ class ServerCase(unittest.TestCase):
     def setUpClass(cls):
         cls.base = tempfile.mkdtemp(prefix="weft-root-")
         cls.root = cls.make_root(cls.base)
-        cls.srv = WeftServer(cls.root, cls.backend, cls.settings).start()
+        cls.srv = WeftServer(cls.root, cls.backend, cls.settings, cls.processors).start()
 
     @classmethod
     def tearDownClass(cls):
