@@ -267,8 +267,16 @@ class ServerCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.base = tempfile.mkdtemp(prefix="weft-root-")
-        cls.root = cls.make_root(cls.base)
-        cls.srv = WeftServer(cls.root, cls.backend, cls.settings, cls.processors).start()
+        cls.srv = None
+        try:
+            cls.root = cls.make_root(cls.base)
+            cls.srv = WeftServer(cls.root, cls.backend, cls.settings, cls.processors)
+            cls.srv.start()
+        except BaseException:  # tearDownClass does not run after a failed setUpClass
+            if cls.srv:
+                cls.srv.cleanup()
+            shutil.rmtree(cls.base, ignore_errors=True)
+            raise
 
     @classmethod
     def tearDownClass(cls):
