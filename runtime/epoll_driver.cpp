@@ -62,6 +62,11 @@ class EpollDriver final : public IoDriver {
     return wait_events(0);
   }
 
+  IoStats stats() const override {
+    return {enters_.load(std::memory_order_relaxed), ops_.load(std::memory_order_relaxed),
+            completions_.load(std::memory_order_relaxed)};
+  }
+
   void park(int64_t timeout_ns) override {
     flush_cancels();
     wait_events(timeout_ns);
@@ -73,6 +78,7 @@ class EpollDriver final : public IoDriver {
   }
 
   int64_t execute(IoRequest& r) override {
+    bump(ops_);
     switch (r.op) {
       case IoOpcode::accept:
         return retry(r, POLLIN, [&] {
@@ -136,20 +142,8 @@ class EpollDriver final : public IoDriver {
   }
 
  private:
-  // The state of one readiness wait; lives on the waiting fiber's stack.
-  struct EpollWait {
-    EpollWait(EpollDriver* d, CancelToken* token) : io(d, token), driver(d) {}
-    IoWait io;
-    EpollDriver* driver;
-    TimerEntry timer;
-    bool has_timer = false;
-    bool done = false;
-    int fd = -1;
-    uint32_t slot = 0;
-  };
-
   struct Slot {
-    EpollWait* wait = nullptr;
+    ReadyWait* wait = nullptr;
     uint32_t gen = 0;
   };
 
@@ -189,49 +183,80 @@ class EpollDriver final : public IoDriver {
 
   // Parks until fd is ready for events, the deadline, or a cancel; returns revents or -errno.
   int64_t wait_ready(int fd, short events, TimePoint deadline, CancelToken* token) {
-    EpollWait ew(this, token);
-    ew.io.backend = &ew;
-    if (!ew.io.begin()) return -ECANCELED;
-    ew.fd = fd;
-    ew.slot = alloc_slot(&ew);
+    ReadyWait w;  // on_complete unset: the completion wakes this fiber
+    w.io.reset(this, token);
+    w.io.waiter.bind_current();
+    int rc = arm(w, fd, events, deadline);
+    if (rc < 0) return rc;
+    w.io.waiter.wait();
+    w.io.end();
+    return w.io.result;
+  }
+
+  int arm_ready(ReadyWait& r, int fd, short events, TimePoint deadline, CancelToken* token,
+                ReadyWait::Callback fn, void* arg) override {
+    r.io.reset(this, token);
+    r.io.on_complete = [](IoWait* w) { finish_ready(*static_cast<ReadyWait*>(w->backend)); };
+    r.fn = fn;
+    r.arg = arg;
+    return arm(r, fd, events, deadline);
+  }
+
+  // Registers w with epoll (and its deadline with this processor's timers).
+  int arm(ReadyWait& w, int fd, short events, TimePoint deadline) {
+    w.io.backend = &w;
+    w.driver = this;
+    w.done = false;
+    w.fired = false;
+    w.has_timer = false;
+    if (!w.io.begin()) return -ECANCELED;
+    w.fd = fd;
+    w.slot = alloc_slot(&w);
     epoll_event ev{};
     ev.events = static_cast<uint32_t>(events) | EPOLLONESHOT;
-    ev.data.u64 = (uint64_t{slots_[ew.slot].gen} << 32) | ew.slot;
+    ev.data.u64 = (uint64_t{slots_[w.slot].gen} << 32) | w.slot;
     if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) < 0) {
       int err = errno;
-      free_slot(ew.slot);
-      ew.io.end();
+      free_slot(w.slot);
+      w.io.end();
       return -err;
     }
     if (deadline != kNoDeadline) {
-      ew.has_timer = true;
-      ew.timer.deadline_ns = to_ns(deadline);
-      ew.timer.on_fire = [](void* a) {
-        auto* w = static_cast<EpollWait*>(a);
-        w->driver->complete(w, -ETIMEDOUT, true);
+      w.has_timer = true;
+      w.timer.deadline_ns = to_ns(deadline);
+      w.timer.on_fire = [](void* a) {
+        auto* rw = static_cast<ReadyWait*>(a);
+        static_cast<EpollDriver*>(rw->driver)->complete(rw, -ETIMEDOUT, true);
       };
-      ew.timer.arg = &ew;
-      Processor::current()->timers().add(&ew.timer);
+      w.timer.arg = &w;
+      Processor::current()->timers().add(&w.timer);
     }
-    ew.io.waiter.wait();
-    ew.io.end();
-    return ew.io.result;
+    return 0;
   }
 
-  // Owner thread: ends a wait (event, timeout or cancel) and wakes its fiber.
-  void complete(EpollWait* w, int64_t result, bool from_timer) {
+  // Owner thread: ends a wait (event, timeout or cancel) and wakes its fiber or starts its
+  // callback.
+  void complete(ReadyWait* w, int64_t result, bool from_timer) {
     if (w->done) return;
     w->done = true;
     epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd, nullptr);
     free_slot(w->slot);
-    // From the timer we run under the heap's lock; otherwise make sure it cannot fire.
-    if (w->has_timer && !from_timer) TimerHeap::cancel(&w->timer);
+    if (w->has_timer) {
+      // From the timer we run under the heap's lock; otherwise make sure it cannot fire.
+      if (!from_timer) TimerHeap::cancel(&w->timer);
+      w->has_timer = false;
+    }
+    w->fired = from_timer;
     w->io.result = result;
     mark_completed(&w->io);
-    w->io.waiter.wake(false);
+    if (w->io.on_complete) {
+      w->io.on_complete(&w->io);
+    } else {
+      w->io.waiter.wake(false);
+    }
   }
 
-  uint32_t alloc_slot(EpollWait* w) {
+  uint32_t alloc_slot(ReadyWait* w) {
     uint32_t i;
     if (!free_.empty()) {
       i = free_.back();
@@ -253,7 +278,7 @@ class EpollDriver final : public IoDriver {
   void flush_cancels() {
     for (IoWait* w = take_cancels(); w;) {
       IoWait* next = w->next_cancel;
-      complete(static_cast<EpollWait*>(w->backend), -ECANCELED, false);
+      complete(static_cast<ReadyWait*>(w->backend), -ECANCELED, false);
       w = next;
     }
   }
@@ -261,6 +286,7 @@ class EpollDriver final : public IoDriver {
   int wait_events(int64_t timeout_ns) {
     epoll_event evs[256];
     timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
+    bump(enters_);
     int n = epoll_pwait2(epfd_, evs, 256, timeout_ns < 0 ? nullptr : &ts, nullptr);
     for (int i = 0; i < n; ++i) {
       uint64_t d = evs[i].data.u64;
@@ -272,6 +298,7 @@ class EpollDriver final : public IoDriver {
       uint32_t slot = static_cast<uint32_t>(d);
       uint32_t gen = static_cast<uint32_t>(d >> 32);
       if (slot < slots_.size() && slots_[slot].gen == gen && slots_[slot].wait) {
+        bump(completions_);
         complete(slots_[slot].wait, static_cast<int64_t>(evs[i].events), false);
       }
     }
@@ -279,6 +306,11 @@ class EpollDriver final : public IoDriver {
     return n > 0 ? n : 0;
   }
 
+  static void bump(std::atomic<uint64_t>& c) {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  std::atomic<uint64_t> enters_{0}, ops_{0}, completions_{0};
   int epfd_ = -1;
   int wake_fd_ = -1;
   std::vector<Slot> slots_;

@@ -215,6 +215,11 @@ int poll(int fd, short events, TimePoint deadline, CancelToken* token) {
   return static_cast<int>(run(r));
 }
 
+int when_ready(ReadyWait& w, int fd, short events, TimePoint deadline, CancelToken* token,
+               ReadyWait::Callback fn, void* arg) {
+  return driver().arm_ready(w, fd, events, deadline, token, fn, arg);
+}
+
 const char* backend() {
   return driver().backend();
 }

@@ -96,6 +96,14 @@ int shutdown(int fd, int how);
 /// -errno.
 int poll(int fd, short events, TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
 
+/// Arms `w` (caller storage, kept in place until the callback starts) so that fn(arg, result)
+/// runs on a new fiber when fd is ready for `events` (result: the ready events), at
+/// `deadline` (-ETIMEDOUT) or when `token` is cancelled (-ECANCELED). Nothing waits
+/// meanwhile: the caller's fiber may end. Returns 0, or -errno when it could not arm (then fn
+/// never runs).
+int when_ready(ReadyWait& w, int fd, short events, TimePoint deadline, CancelToken* token,
+               ReadyWait::Callback fn, void* arg);
+
 /// Returns the I/O backend of the calling fiber's processor ("io_uring" or "epoll").
 const char* backend();
 

@@ -11,6 +11,8 @@
 #include <liburing.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/scheduler.hpp"
+
 namespace weft::rt {
 
 // --- CancelToken / IoWait -------------------------------------------------------------
@@ -52,18 +54,22 @@ void IoWait::end() {
 }
 
 void IoDriver::request_cancel(IoWait* w) {
-  {
-    std::lock_guard g(remote_lock_);
-    if (w->completed || w->cancel_queued) return;
-    w->cancel_queued = true;
-    w->next_cancel = cancels_;
-    cancels_ = w;
-  }
+  queue_cancel(w);
   unpark();
 }
 
+void IoDriver::queue_cancel(IoWait* w) {
+  std::lock_guard g(remote_lock_);
+  if (w->completed || w->cancel_queued) return;
+  w->cancel_queued = true;
+  w->next_cancel = cancels_;
+  cancels_ = w;
+}
+
 void IoDriver::mark_completed(IoWait* w) {
-  if (!w->has_token()) {  // no token: no canceller can know about w
+  // Without a token only the owner thread (a deadline timer) can queue a cancel of w, and
+  // this runs on the owner too: no lock needed unless a cancel is queued.
+  if (!w->has_token() && !w->cancel_queued) {
     w->completed = true;
     return;
   }
@@ -87,6 +93,23 @@ void IoDriver::rearm(IoWait* w) {
   }
   std::lock_guard g(remote_lock_);
   w->completed = false;
+}
+
+void IoDriver::finish_ready(ReadyWait& r) {
+  if (r.has_timer) TimerHeap::cancel(&r.timer);  // owner thread: it cannot be firing now
+  r.io.end();
+  int64_t res = r.io.result;
+  if (res == -ECANCELED && r.fired && !(r.io.token() && r.io.token()->cancelled())) {
+    res = -ETIMEDOUT;
+  }
+  ReadyWait::Callback fn = r.fn;
+  void* arg = r.arg;
+  Processor* p = Processor::current();
+  Runtime* rt = &p->runtime();
+  Fiber* f = detail::prepare(
+      rt, [fn, arg, res] { fn(arg, static_cast<int>(res)); }, SpawnOptions{"ready"});
+  detail::start_fiber(rt, f, Launch::post);
+  detail::release_ref(f);  // no handle: detached
 }
 
 IoWait* IoDriver::take_cancels() {

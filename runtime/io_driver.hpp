@@ -23,6 +23,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/spinlock.hpp"
+#include "runtime/timer.hpp"
 #include "runtime/waiter.hpp"
 
 struct statx;
@@ -33,8 +34,14 @@ class IoDriver;
 
 enum class IoBackendKind { automatic, io_uring, epoll };
 
+enum class WakeMethod { eventfd, msg_ring };
+
 struct IoOptions {
   IoBackendKind backend = IoBackendKind::automatic;
+  // How another processor wakes a parked io_uring processor: an eventfd the ring keeps a
+  // read pending on, or IORING_OP_MSG_RING from the waker's own ring (threads outside the
+  // runtime always use the eventfd). See docs/benchmarks.md for the measurement.
+  WakeMethod wake = WakeMethod::eventfd;
   unsigned ring_entries = 1024;
   unsigned iowq_bounded = 4;  // IORING_REGISTER_IOWQ_MAX_WORKERS, per ring
   unsigned iowq_unbounded = 4;
@@ -99,10 +106,25 @@ struct IoRequest {
   CancelToken* token = nullptr;
 };
 
-/// The wait state of one operation in flight, on the waiting fiber's stack.
+/// The wait state of one operation in flight, on the waiting fiber's stack (or in a
+/// ReadyWait, for a wait with no fiber behind it).
 class IoWait {
  public:
-  IoWait(IoDriver* driver, CancelToken* token) : driver_(driver), token_(token) {}
+  IoWait() = default;
+  /// Makes a wait of the calling fiber.
+  IoWait(IoDriver* driver, CancelToken* token) : driver_(driver), token_(token) {
+    waiter.bind_current();
+  }
+
+  /// Makes the wait new again for `driver` and `token`; only while nothing refers to it.
+  void reset(IoDriver* driver, CancelToken* token) {
+    waiter.reset();
+    result = 0;
+    completed = cancel_queued = false;
+    next_cancel = token_next = token_prev = nullptr;
+    driver_ = driver;
+    token_ = token;
+  }
 
   /// Registers with the token; returns false when the token is already cancelled.
   bool begin();
@@ -115,8 +137,9 @@ class IoWait {
   /// Returns the token, or nullptr.
   CancelToken* token() const { return token_; }
 
-  Waiter waiter;
+  Waiter waiter{nullptr};
   int64_t result = 0;
+  void (*on_complete)(IoWait*) = nullptr;  // set: called (owner thread) instead of a wake
   // Owner-side bookkeeping (guarded by the driver's remote lock where noted).
   bool completed = false;      // remote lock
   bool cancel_queued = false;  // remote lock
@@ -127,12 +150,48 @@ class IoWait {
 
  private:
   friend class CancelToken;
-  IoDriver* driver_;
-  CancelToken* token_;
+  IoDriver* driver_ = nullptr;
+  CancelToken* token_ = nullptr;
+};
+
+/// A one-shot readiness wait with no fiber parked behind it (io::when_ready): when the fd
+/// is ready, the deadline passes or the token is cancelled, the callback runs on a new fiber.
+/// A connection idle between requests waits this way, so it holds no stack meanwhile.
+/// Caller-owned: it must stay in place from arming until the callback has started.
+class ReadyWait {
+ public:
+  /// Runs on a fresh fiber with the ready events, or -ETIMEDOUT, -ECANCELED, -errno.
+  using Callback = void (*)(void* arg, int result);
+
+  ReadyWait() = default;
+  ReadyWait(const ReadyWait&) = delete;
+  ReadyWait& operator=(const ReadyWait&) = delete;
+
+  // Driver-side state.
+  IoWait io;
+  TimerEntry timer;
+  bool has_timer = false;
+  bool fired = false;  // the deadline passed
+  bool done = false;   // epoll: completed once
+  int fd = -1;
+  uint32_t slot = 0;  // epoll: wait-table slot
+  Callback fn = nullptr;
+  void* arg = nullptr;
+  class IoDriver* driver = nullptr;
+};
+
+/// Counters of one driver, for benchmarks ("io_uring_enter calls per operation").
+struct IoStats {
+  uint64_t enters = 0;       // io_uring_enter / epoll_wait calls
+  uint64_t operations = 0;   // operations started (submissions, or syscalls tried)
+  uint64_t completions = 0;  // completions handled
 };
 
 class IoDriver : public Driver {
  public:
+  /// Returns this driver's counters (relaxed snapshots; any thread).
+  virtual IoStats stats() const = 0;
+
   /// Returns "io_uring" or "epoll".
   virtual const char* backend() const = 0;
 
@@ -140,8 +199,17 @@ class IoDriver : public Driver {
   /// returns the result or -errno (-ETIMEDOUT past the deadline, -ECANCELED by the token).
   virtual int64_t execute(IoRequest& req) = 0;
 
+  /// Owner fiber: arms `r` to call fn(arg, result) on a new fiber when fd is ready for
+  /// `events`, at `deadline` (-ETIMEDOUT) or on cancellation (-ECANCELED); returns 0, or
+  /// -errno when it could not be armed (fn then never runs).
+  virtual int arm_ready(ReadyWait& r, int fd, short events, TimePoint deadline, CancelToken* token,
+                        ReadyWait::Callback fn, void* arg) = 0;
+
   /// Any thread: asks the owner to cancel `w` if it is still in flight.
   void request_cancel(IoWait* w);
+
+  /// Owner thread: like request_cancel, without waking (the owner polls soon anyway).
+  void queue_cancel(IoWait* w);
 
  protected:
   // Owner: marks w completed and unqueues a pending cancel; call before waking its fiber.
@@ -150,6 +218,9 @@ class IoDriver : public Driver {
   IoWait* take_cancels();
   // Owner: makes a completed wait ready for another phase of the same operation.
   void rearm(IoWait* w);
+  // Owner: ends a ReadyWait (completed with io.result): unregisters it and starts its
+  // callback on a new fiber. Nothing touches `r` afterwards.
+  static void finish_ready(ReadyWait& r);
 
   Spinlock remote_lock_;
   IoWait* cancels_ = nullptr;

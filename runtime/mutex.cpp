@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "runtime/scheduler.hpp"
+
 namespace weft::rt {
 
 namespace {
@@ -11,9 +13,14 @@ constexpr int kSpins = 40;
 }  // namespace
 
 void Mutex::lock_slow() {
-  for (int i = 0; i < kSpins; ++i) {
-    if (try_lock()) return;
-    cpu_relax();
+  // Spinning only pays when the holder can be running on another processor and release the
+  // lock meanwhile; with one processor the holder is parked or queued behind us.
+  Processor* p = Processor::current();
+  if (p && p->runtime().processors() > 1) {
+    for (int i = 0; i < kSpins; ++i) {
+      if (try_lock()) return;
+      cpu_relax();
+    }
   }
   MutexWaiter w;
   bool first = true;

@@ -201,9 +201,10 @@ void Processor::release_fiber(Fiber* f) {
 
 void Processor::schedule(Fiber* f, bool lifo) {
   if (lifo) {
-    Fiber* displaced = std::exchange(lifo_, f);
-    if (!displaced) return;  // we will run f ourselves next: nobody else to wake
-    local_.push(displaced, rt_.global_);
+    Fiber* displaced = lifo_.exchange(f, std::memory_order_acq_rel);
+    if (displaced) local_.push(displaced, rt_.global_);
+    // Even with nothing displaced, an idle processor may be needed: if the running fiber
+    // keeps this processor busy, a thief takes f from the slot (see steal()).
   } else {
     local_.push(f, rt_.global_);
   }
@@ -217,12 +218,16 @@ Fiber* Processor::pick_fast() {
     if (Fiber* f = rt_.global_.pop()) return f;
   }
   if (tick_ % kPollInterval == 0) poll_events();
-  if (lifo_) {
-    if (lifo_streak_ < kMaxLifoStreak) {
-      ++lifo_streak_;
-      return std::exchange(lifo_, nullptr);
+  ticks_published_.store(tick_, std::memory_order_relaxed);
+  if (lifo_.load(std::memory_order_relaxed)) {
+    Fiber* f = lifo_.exchange(nullptr, std::memory_order_acq_rel);
+    if (f) {
+      if (lifo_streak_ < kMaxLifoStreak) {
+        ++lifo_streak_;
+        return f;
+      }
+      local_.push(f, rt_.global_);
     }
-    local_.push(std::exchange(lifo_, nullptr), rt_.global_);
   }
   lifo_streak_ = 0;
   return local_.pop();
@@ -230,7 +235,8 @@ Fiber* Processor::pick_fast() {
 
 void Processor::poll_events() {
   driver_->poll();
-  if (timers_.earliest() != TimerHeap::kNone) timers_.fire_due(to_ns(now()));
+  round_time_ = now();
+  if (timers_.earliest() != TimerHeap::kNone) timers_.fire_due(to_ns(round_time_));
 }
 
 Fiber* Processor::find_work() {
@@ -256,7 +262,8 @@ Fiber* Processor::find_work() {
       if (searching_) stop_searching(true);
       return f;
     }
-    if (spins < rt_.options_.spin) {
+    // At least two rounds: stealing a stuck LIFO slot needs two looks (see steal()).
+    if (spins < std::max(rt_.options_.spin, 2u)) {
       ++spins;
       cpu_relax();
       continue;
@@ -279,20 +286,39 @@ bool Processor::start_searching() {
 void Processor::stop_searching(bool found_work) {
   searching_ = false;
   uint32_t before = rt_.searching_.fetch_sub(1, std::memory_order_seq_cst);
-  // The last searcher found work: there may be more, so let another processor look.
-  if (found_work && before == 1) rt_.notify_work(true);
+  // The last searcher found work and more is visible: let another processor look. (Not
+  // for a lone fiber: waking a processor only to find nothing costs two system calls.)
+  if (found_work && before == 1 && (!local_.empty() || !rt_.global_.empty())) {
+    rt_.notify_work(true);
+  }
 }
 
 Fiber* Processor::steal() {
   std::size_t n = rt_.procs_.size();
+  if (victims_.size() != n) victims_.assign(n, VictimView{});
   rng_ ^= rng_ << 13;
   rng_ ^= rng_ >> 7;
   rng_ ^= rng_ << 17;
   std::size_t start = rng_ % n;
   for (std::size_t i = 0; i < n; ++i) {
-    Processor* victim = rt_.procs_[(start + i) % n].get();
+    std::size_t vi = (start + i) % n;
+    Processor* victim = rt_.procs_[vi].get();
     if (victim == this) continue;
     if (Fiber* f = victim->local_.steal_into(local_)) return f;
+    // The LIFO slot only when the same fiber sat in it across two of our looks while its
+    // owner picked nothing: the owner is stuck in a long fiber. Taking it sooner would turn
+    // every cache-warm hand-off into a cross-processor one.
+    Fiber* l = victim->lifo_.load(std::memory_order_acquire);
+    uint64_t t = victim->ticks_published_.load(std::memory_order_relaxed);
+    VictimView& seen = victims_[vi];
+    if (l && l == seen.lifo && t == seen.ticks) {
+      Fiber* expected = l;
+      if (victim->lifo_.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel)) {
+        seen = {};
+        return l;
+      }
+    }
+    seen = {l, t};
   }
   return rt_.global_.pop();
 }
@@ -433,7 +459,7 @@ void Runtime::run_main(Fiber* main) {
   };
   while (Fiber* f = global_.pop()) discard(f);
   for (auto& p : procs_) {
-    if (p->lifo_) discard(std::exchange(p->lifo_, nullptr));
+    if (Fiber* f = p->lifo_.exchange(nullptr)) discard(f);
     while (Fiber* f = p->local_.pop()) discard(f);
   }
   if (leftover_ > 0) {
@@ -540,11 +566,11 @@ Fiber* allocate_fiber(Runtime* rt) {
 
 void start_fiber(Runtime* rt, Fiber* f, Launch launch) {
   Processor* p = Processor::current();
-  if (p && &p->runtime() == rt && p->running()) {
-    if (launch == Launch::dispatch) {
+  if (p && &p->runtime() == rt) {
+    if (launch == Launch::dispatch && p->running()) {
       p->dispatch(f);
     } else {
-      p->schedule(f, false);
+      p->schedule(f, false);  // also from the scheduler context (I/O completions)
     }
     return;
   }
@@ -587,6 +613,12 @@ void unpark(Fiber* f, bool lifo) {
 }
 
 }  // namespace detail
+
+TimePoint coarse_now() {
+  Processor* p = Processor::current();
+  if (!p || p->round_time() == TimePoint{}) return now();
+  return p->round_time();
+}
 
 Fiber* current_fiber() {
   Processor* p = Processor::current();

@@ -77,7 +77,9 @@ class Processor {
   /// Returns the fiber running here, or nullptr in the scheduler context.
   Fiber* running() const { return current_; }
   /// Returns the number of fibers in the local queue (approximate; any thread).
-  uint32_t queue_length() const { return local_.size() + (lifo_ ? 1 : 0); }
+  uint32_t queue_length() const {
+    return local_.size() + (lifo_.load(std::memory_order_relaxed) ? 1 : 0);
+  }
 
   // --- used by fiber.cpp and the sync primitives; owner thread only -------------------
   /// Makes f ready on this processor: in the LIFO slot when `lifo`, else the queue tail.
@@ -92,6 +94,8 @@ class Processor {
   [[noreturn]] void exit_current();
   /// Polls the driver and fires due timers without blocking.
   void poll_events();
+  /// Returns the time of this processor's last poll (see coarse_now()).
+  TimePoint round_time() const { return round_time_; }
   /// Runs the action the previously running fiber left (first thing a fresh fiber does).
   void after_switch_public();
 
@@ -118,9 +122,18 @@ class Processor {
   IoDriver* io_driver_;
   ExecContext sched_ctx_;
   Fiber* current_ = nullptr;
-  Fiber* lifo_ = nullptr;
+  // The LIFO slot: owner exchanges; a thief may take it when it sat there while the owner
+  // made no scheduling progress (the owner runs a long fiber), like Go's runnext.
+  std::atomic<Fiber*> lifo_{nullptr};
   unsigned lifo_streak_ = 0;
+  std::atomic<uint64_t> ticks_published_{0};  // tick_, for thieves judging progress
+  struct VictimView {
+    Fiber* lifo = nullptr;
+    uint64_t ticks = 0;
+  };
+  std::vector<VictimView> victims_;  // what this processor saw of each other at its last steal
   uint64_t tick_ = 0;
+  TimePoint round_time_{};
   Pending pending_ = Pending::none;
   Fiber* pending_fiber_ = nullptr;
   bool searching_ = false;

@@ -1,11 +1,13 @@
 // Waiter: one fiber waiting for one event that one of several wakers may deliver.
 //
-// The waker's claim is a CAS (pending -> waking), so exactly one waker wins. The winner
-// unparks the fiber and only then marks the waiter done; the fiber does not return from
-// wait() before it sees `done`, so the waker never touches a Waiter (which lives on the
-// waiting fiber's stack) or a Fiber that has moved on. Wakers that hold a wait list's lock
-// claim under that lock, so a fiber that woke for another reason can take the lock and
-// unlink itself safely.
+// The waker's claim is a CAS (pending -> done), so exactly one waker wins. The winner reads
+// the fiber before its claim and unparks it after: once the state is done the waiting fiber
+// may return and its stack (where the Waiter lives) be reused, so the winner touches only the
+// Fiber afterwards. Fiber control blocks are pooled for the runtime's life, so an unpark that
+// lands after the fiber moved on is memory-safe; it leaves at most a stale permit, which the
+// permit model allows (parks loop on their condition). The waiting fiber never spins.
+// Wakers that hold a wait list's lock claim under that lock, so a fiber that woke for
+// another reason can take the lock and unlink itself safely.
 #pragma once
 
 #include <atomic>
@@ -18,36 +20,31 @@ namespace weft::rt {
 
 class Waiter {
  public:
-  enum : uint32_t { kPending = 0, kWaking = 1, kDone = 2 };
+  enum : uint32_t { kPending = 0, kDone = 1 };
 
   /// Makes a waiter for the calling fiber.
   Waiter() : fiber_(current_fiber()) {}
   /// Makes a waiter for `f` (used when a fiber waits on behalf of a known fiber).
   explicit Waiter(Fiber* f) : fiber_(f) {}
 
+  /// Points the waiter at the calling fiber (for waiters made outside a fiber).
+  void bind_current() { fiber_ = current_fiber(); }
+
   /// Claims the waiter and wakes its fiber (next on this processor when `lifo`); returns
   /// false when another waker already did.
   bool wake(bool lifo = true) {
+    Fiber* f = fiber_;  // read before the claim: after it, *this may be gone
     uint32_t expected = kPending;
-    if (!state_.compare_exchange_strong(expected, kWaking, std::memory_order_acq_rel)) {
+    if (!state_.compare_exchange_strong(expected, kDone, std::memory_order_acq_rel)) {
       return false;
     }
-    detail::unpark(fiber_, lifo);
-    state_.store(kDone, std::memory_order_release);
+    detail::unpark(f, lifo);
     return true;
   }
 
-  /// Parks until some waker has claimed this waiter and finished waking it.
+  /// Parks until some waker has claimed this waiter.
   void wait() {
-    while (true) {
-      uint32_t s = state_.load(std::memory_order_acquire);
-      if (s == kDone) return;
-      if (s == kWaking) {
-        cpu_relax();  // the waker is between its unpark and its final store
-      } else {
-        park();
-      }
-    }
+    while (state_.load(std::memory_order_acquire) != kDone) park();
   }
 
   /// Makes a finished waiter pending again, for another wait; only when no waker can reach
@@ -58,7 +55,7 @@ class Waiter {
   bool claimed() const { return state_.load(std::memory_order_acquire) != kPending; }
 
   /// Claims the waiter for its own fiber (e.g. on timeout) so later wakers back off;
-  /// returns false when a waker claimed it first (then wait() for it to finish).
+  /// returns false when a waker claimed it first.
   bool cancel() {
     uint32_t expected = kPending;
     return state_.compare_exchange_strong(expected, kDone, std::memory_order_acq_rel);

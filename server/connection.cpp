@@ -139,7 +139,7 @@ void Connection::run(bool reject) {
         }
         return;
       }
-      if (have_ == 0) request_started = rt::now();
+      if (have_ == 0) request_started = rt::coarse_now();
       have_ += static_cast<std::size_t>(n);
       continue;
     }
@@ -151,12 +151,12 @@ void Connection::run(bool reject) {
       lingering_close();
       return;
     }
-    if (have_ == 0 || request_started == rt::TimePoint{}) request_started = rt::now();
+    if (have_ == 0 || request_started == rt::TimePoint{}) request_started = rt::coarse_now();
     bool keep = serve(parser_.request(), request_started);
     std::size_t used = parser_.consumed();
     if (used < have_) std::memmove(buf_, buf_ + used, have_ - used);
     have_ -= used;
-    request_started = have_ > 0 ? rt::now() : rt::TimePoint{};
+    request_started = have_ > 0 ? rt::coarse_now() : rt::TimePoint{};
     if (!keep) {
       flush();
       lingering_close();
@@ -342,20 +342,29 @@ bool Connection::send_reply(Reply& r, const Request* req) {
 
 bool Connection::queue(std::string_view head, const char* body, std::size_t body_len,
                        FileRef hold) {
-  if (iov_count_ + 2 > kMaxIov || head.size() > arena_cap_ - arena_used_) {
+  // Small bodies are copied behind their head: one contiguous slice, one plain send.
+  bool copy_body = body_len > 0 && body_len <= kCopyBodyMax;
+  std::size_t need = head.size() + (copy_body ? body_len : 0);
+  if (iov_count_ + 2 > kMaxIov || need > arena_cap_ - arena_used_) {
     if (!flush()) return false;
   }
+  if (need > arena_cap_) copy_body = false;  // cannot happen with our heads; be safe
   char* h = arena_ + arena_used_;
   std::memcpy(h, head.data(), head.size());
-  arena_used_ += head.size();
-  // Merge with the previous slice when adjacent in the arena (consecutive heads).
+  std::size_t slice = head.size();
+  if (copy_body) {
+    std::memcpy(h + slice, body, body_len);
+    slice += body_len;
+  }
+  arena_used_ += slice;
+  // Merge with the previous slice when adjacent in the arena (consecutive responses).
   if (iov_count_ > 0 &&
       static_cast<char*>(iov_[iov_count_ - 1].iov_base) + iov_[iov_count_ - 1].iov_len == h) {
-    iov_[iov_count_ - 1].iov_len += head.size();
+    iov_[iov_count_ - 1].iov_len += slice;
   } else {
-    iov_[iov_count_++] = {h, head.size()};
+    iov_[iov_count_++] = {h, slice};
   }
-  if (body_len > 0) {
+  if (body_len > 0 && !copy_body) {
     hold_[iov_count_] = std::move(hold);
     iov_[iov_count_++] = {const_cast<char*>(body), body_len};
   }
@@ -365,7 +374,9 @@ bool Connection::queue(std::string_view head, const char* body, std::size_t body
 
 bool Connection::flush() {
   if (iov_count_ == 0) return true;
-  int64_t n = io::sendv_all(fd_, iov_, iov_count_, 0, send_deadline(), &token_);
+  int64_t n = iov_count_ == 1 ? io::send_all(fd_, iov_[0].iov_base, iov_[0].iov_len, 0,
+                                             send_deadline(), &token_)
+                              : io::sendv_all(fd_, iov_, iov_count_, 0, send_deadline(), &token_);
   for (int i = 0; i < iov_count_; ++i) hold_[i].reset();
   iov_count_ = 0;
   arena_used_ = 0;

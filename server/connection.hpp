@@ -85,6 +85,7 @@ class Connection {
   // Queued output: up to kMaxIov slices, heads copied into the arena, bodies referenced
   // from their FileEntry (held until sent).
   static constexpr int kMaxIov = 32;
+  static constexpr std::size_t kCopyBodyMax = 1024;  // bodies up to this go into the arena
   iovec iov_[kMaxIov];
   FileRef hold_[kMaxIov];
   int iov_count_ = 0;

@@ -1,61 +1,254 @@
 #include "server/fd_cache.hpp"
 
 #include <cerrno>
+#include <cstring>
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <spdlog/spdlog.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/io.hpp"
+#include "runtime/scheduler.hpp"
 #include "server/http_date.hpp"
+#include "server/metrics.hpp"
 
 namespace weft::http {
 
-namespace rt = weft::rt;
+namespace io = weft::rt::io;
+
+namespace {
+
+int64_t now_ns() {
+  return rt::to_ns(rt::now());
+}
+
+int64_t ms_to_ns(Millis m) {
+  return static_cast<int64_t>(m.count()) * 1'000'000;
+}
+
+// Errors that say nothing about the file (out of descriptors or memory): never cached.
+bool transient_error(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOMEM || err == EAGAIN || err == EINTR ||
+         err == ECANCELED;
+}
+
+std::string_view dir_of(std::string_view path) {
+  auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? std::string_view{} : path.substr(0, slash);
+}
+
+}  // namespace
 
 FileEntry::~FileEntry() {
   if (fd >= 0) ::close(fd);
+  if (bytes && bytes_account) bytes_account->fetch_sub(size, std::memory_order_relaxed);
 }
 
-FdCache::FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics* metrics)
-    : config_(config), root_fd_(root_fd), mime_(mime), metrics_(metrics) {
+FdCache::FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics* metrics,
+                 std::size_t max_entries)
+    : config_(config),
+      root_fd_(root_fd),
+      mime_(mime),
+      metrics_(metrics),
+      enabled_(config.fd_cache),
+      inotify_(config.fd_cache && config.fd_cache_revalidate == Revalidation::inotify),
+      max_entries_(max_entries),
+      shard_capacity_((max_entries + kShards - 1) / kShards),
+      valid_ns_(ms_to_ns(config.fd_cache_valid)),
+      errors_valid_ns_(ms_to_ns(config.fd_cache_errors_valid)),
+      inactive_ns_(ms_to_ns(config.fd_cache_inactive)),
+      bytes_(std::make_shared<std::atomic<uint64_t>>(0)) {
   switch (config.symlinks) {
     case SymlinkPolicy::follow:
       resolve_ = RESOLVE_NO_MAGICLINKS;
       break;
     case SymlinkPolicy::inside_root:
       // The kernel refuses any step (a "..", an absolute or relative symlink) that would
-      // leave the root: confinement does not depend on our path normalization alone.
+      // leave the root: confinement does not rest on our path normalization alone.
       resolve_ = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
       break;
     case SymlinkPolicy::deny:
       resolve_ = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
       break;
   }
+  if (inotify_) {
+    inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (inotify_fd_ < 0) {
+      spdlog::warn("fd cache: inotify unavailable ({}); revalidating with statx",
+                   std::strerror(errno));
+      inotify_ = false;
+    }
+  }
 }
 
-FdCache::~FdCache() = default;
+FdCache::~FdCache() {
+  clear();
+  if (inotify_fd_ >= 0) ::close(inotify_fd_);
+}
 
-FileRef FdCache::lookup(std::string_view path, unsigned) {
-  return load(path);
+FdCache::Shard& FdCache::shard_for(std::string_view path) {
+  return shards_[Hash{}(path) % kShards];
+}
+
+bool FdCache::fresh(const FileEntry& e, int64_t now) const {
+  int64_t age = now - e.loaded_ns.load(std::memory_order_relaxed);
+  if (e.error) return age < errors_valid_ns_;
+  if (e.watched) return true;  // inotify invalidates it on change
+  return age < valid_ns_;
+}
+
+FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
+  if (!enabled_) {
+    if (metrics_) metrics_->on_fd_cache(shard_index, false);
+    return load(path);
+  }
+  Shard& s = shard_for(path);
+  while (true) {
+    int64_t now = now_ns();
+    FileRef hit;
+    rt::Waiter w;
+    bool wait = false;
+    {
+      std::lock_guard g(s.lock);
+      auto it = s.map.find(path);
+      if (it == s.map.end()) {
+        // Miss: claim the load; others who miss meanwhile wait on it.
+        auto [ins, ok] = s.map.try_emplace(std::string(path));
+        s.lru.push_front(ins->first);
+        ins->second.lru = s.lru.begin();
+        entries_.fetch_add(1, std::memory_order_relaxed);
+        break;  // we load, below
+      }
+      Slot& slot = it->second;
+      if (slot.loading) {
+        slot.loading->waiters.push_back(&w);
+        wait = true;
+      } else {
+        hit = slot.entry;
+        s.lru.splice(s.lru.begin(), s.lru, slot.lru);
+      }
+    }
+    if (wait) {
+      w.wait();
+      continue;  // look again: the entry is published (or the load failed transiently)
+    }
+    hit->used_ns.store(now, std::memory_order_relaxed);
+    if (fresh(*hit, now)) {
+      if (metrics_) metrics_->on_fd_cache(shard_index, true);
+      return hit;
+    }
+    // Stale. Errors simply expire; a found file is checked by one fiber while the others
+    // keep serving it.
+    if (!hit->error) {
+      bool expected = false;
+      if (!hit->checking.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+        if (metrics_) metrics_->on_fd_cache(shard_index, true);
+        return hit;
+      }
+      bool same = still_current(*hit);
+      hit->checking.store(false, std::memory_order_release);
+      if (same) {
+        hit->loaded_ns.store(now_ns(), std::memory_order_relaxed);
+        if (metrics_) metrics_->on_fd_cache(shard_index, true);
+        return hit;
+      }
+    }
+    // Changed or expired: replace it by a fresh load (single flight as for a miss).
+    {
+      std::lock_guard g(s.lock);
+      auto it = s.map.find(path);
+      if (it != s.map.end() && !it->second.loading && it->second.entry.get() == hit.get()) {
+        erase_locked(s, it);
+      }
+    }
+    // Loop: the next pass misses and loads (or waits for whoever got there first).
+  }
+
+  // We own the load of `path`.
+  if (metrics_) metrics_->on_fd_cache(shard_index, false);
+  Loading loading;
+  {
+    std::lock_guard g(s.lock);
+    s.map.find(path)->second.loading = &loading;
+  }
+  // Watch before opening: a change between the open and the watch would go unnoticed.
+  bool watched = inotify_ && watch_dir_of(path);
+  FileRef entry = load(path);
+  entry->watched = watched && !entry->error;
+  publish(s, path, entry);
+  return entry;
+}
+
+void FdCache::publish(Shard& s, std::string_view path, FileRef entry) {
+  std::lock_guard g(s.lock);
+  auto it = s.map.find(path);
+  Loading* loading = it->second.loading;
+  it->second.loading = nullptr;
+  if (transient_error(entry->error)) {
+    erase_locked(s, it);  // nothing learned about the file: do not cache
+  } else {
+    it->second.entry = std::move(entry);
+  }
+  // Wake the fibers that waited for this load, under the lock (the waiter protocol).
+  while (rt::Waiter* w = loading->waiters.pop_front()) w->wake(false);
+  evict_over_limit(s);
+}
+
+void FdCache::evict_over_limit(Shard& s) {
+  while (s.map.size() > shard_capacity_ && !s.lru.empty()) {
+    // The least recently used ready entry; loading slots are not evicted.
+    auto victim = s.lru.end();
+    for (auto r = s.lru.rbegin(); r != s.lru.rend(); ++r) {
+      auto it = s.map.find(*r);
+      if (it != s.map.end() && !it->second.loading) {
+        erase_locked(s, it);
+        victim = s.lru.begin();  // erased; mark progress
+        break;
+      }
+    }
+    if (victim == s.lru.end()) break;  // only loading slots left
+  }
+}
+
+void FdCache::erase_locked(
+    Shard& s, std::unordered_map<std::string, Slot, Hash, std::equal_to<>>::iterator it) {
+  s.lru.erase(it->second.lru);
+  s.map.erase(it);  // drops the cache's reference; in-flight responses keep theirs
+  entries_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool FdCache::still_current(const FileEntry& e) {
+  std::string rel = e.path.size() > 1 ? e.path.substr(1) : std::string(".");
+  struct ::statx st {};
+  int rc =
+      io::statx(root_fd_, rel.c_str(), 0, STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_INO, &st);
+  if (rc < 0) return false;
+  uint64_t dev = (uint64_t{st.stx_dev_major} << 32) | st.stx_dev_minor;
+  return st.stx_ino == e.ino && dev == e.dev && st.stx_mtime.tv_sec == e.mtime &&
+         st.stx_mtime.tv_nsec == e.mtime_ns && (e.directory || st.stx_size == e.size) &&
+         S_ISDIR(st.stx_mode) == e.directory;
 }
 
 FileRef FdCache::load(std::string_view path) {
   auto* e = new FileEntry();
   FileRef ref(e);
   e->path.assign(path);
+  e->loaded_ns.store(now_ns(), std::memory_order_relaxed);
+  e->used_ns.store(e->loaded_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
   std::string rel = path.size() > 1 ? std::string(path.substr(1)) : std::string(".");
   if (!rel.empty() && rel.back() == '/') rel.pop_back();
   if (rel.empty()) rel = ".";
-  int fd = rt::io::openat2(root_fd_, rel.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, resolve_);
+  opens_.fetch_add(1, std::memory_order_relaxed);
+  int fd = io::openat2(root_fd_, rel.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, resolve_);
   if (fd < 0) {
     e->error = -fd;
     return ref;
   }
   struct ::statx st {};
-  int rc =
-      rt::io::statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_INO, &st);
+  int rc = io::statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_INO, &st);
   if (rc < 0) {
     ::close(fd);
     e->error = -rc;
@@ -77,21 +270,29 @@ FileRef FdCache::load(std::string_view path) {
   }
   e->fd = fd;
   e->size = st.stx_size;
-  if (e->size <= config_.fd_cache_file_bytes && config_.fd_cache_file_bytes > 0) {
-    // Small file: keep its bytes so the response goes out in one send with the head.
-    e->bytes = std::make_unique<char[]>(e->size ? e->size : 1);
-    uint64_t got = 0;
-    while (got < e->size) {
-      int64_t n = rt::io::read(fd, e->bytes.get() + got, e->size - got, static_cast<int64_t>(got));
-      if (n < 0) {
+  // Small files are kept in memory, within the total bound, so a response goes out in one
+  // send with its head. A file that does not fit the budget is sent from the descriptor.
+  uint64_t limit = config_.fd_cache_file_bytes;
+  if (limit > 0 && e->size <= limit) {
+    uint64_t before = bytes_->fetch_add(e->size, std::memory_order_relaxed);
+    if (before + e->size > config_.fd_cache_bytes) {
+      bytes_->fetch_sub(e->size, std::memory_order_relaxed);
+    } else {
+      e->bytes = std::make_unique<char[]>(e->size ? e->size : 1);
+      e->bytes_account = bytes_;
+      uint64_t got = 0;
+      while (got < e->size) {
+        int64_t n = io::read(fd, e->bytes.get() + got, e->size - got, static_cast<int64_t>(got));
+        if (n <= 0) break;
+        got += static_cast<uint64_t>(n);
+      }
+      if (got != e->size) {
+        // Truncated (or unreadable) while we read: serve from the descriptor instead, so the
+        // Content-Length and the bytes can never disagree.
+        bytes_->fetch_sub(e->size, std::memory_order_relaxed);
         e->bytes.reset();
-        break;
+        e->bytes_account.reset();
       }
-      if (n == 0) {
-        e->size = got;  // truncated while we read: serve what there is, consistently
-        break;
-      }
-      got += static_cast<uint64_t>(n);
     }
   }
   e->etag = make_etag(e->mtime, e->size);
@@ -103,6 +304,109 @@ FileRef FdCache::load(std::string_view path) {
   e->headers.append("ETag: ").append(e->etag.view()).append("\r\n");
   e->headers.append("Accept-Ranges: bytes\r\n");
   return ref;
+}
+
+std::size_t FdCache::sweep() {
+  if (!enabled_) return 0;
+  int64_t cutoff = now_ns() - inactive_ns_;
+  std::size_t dropped = 0;
+  for (Shard& s : shards_) {
+    std::lock_guard g(s.lock);
+    for (auto it = s.map.begin(); it != s.map.end();) {
+      auto next = std::next(it);
+      const Slot& slot = it->second;
+      if (!slot.loading && slot.entry->used_ns.load(std::memory_order_relaxed) < cutoff) {
+        erase_locked(s, it);
+        ++dropped;
+      }
+      it = next;
+    }
+  }
+  return dropped;
+}
+
+void FdCache::clear() {
+  for (Shard& s : shards_) {
+    std::lock_guard g(s.lock);
+    for (auto it = s.map.begin(); it != s.map.end();) {
+      auto next = std::next(it);
+      if (!it->second.loading) erase_locked(s, it);
+      it = next;
+    }
+  }
+}
+
+void FdCache::invalidate(std::string_view path) {
+  Shard& s = shard_for(path);
+  std::lock_guard g(s.lock);
+  auto it = s.map.find(path);
+  if (it != s.map.end() && !it->second.loading) erase_locked(s, it);
+}
+
+bool FdCache::watch_dir_of(std::string_view path) {
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  std::string dir(dir_of(path));  // "" for entries in the root, "/a/b" otherwise
+  std::lock_guard g(watch_mu_);
+  if (auto it = dir_wds_.find(dir); it != dir_wds_.end()) return it->second >= 0;
+  std::string rel = dir.empty() ? std::string(".") : dir.substr(1);
+  // inotify has no *at() form: watch through the root descriptor's /proc path.
+  std::string proc = "/proc/self/fd/" + std::to_string(root_fd_) + "/" + rel;
+  int wd = inotify_add_watch(inotify_fd_, proc.c_str(),
+                             IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
+                                 IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF);
+  if (wd < 0) {
+    spdlog::debug("fd cache: cannot watch {}: {}; statx revalidation", dir, std::strerror(errno));
+    dir_wds_[dir] = -1;
+    return false;
+  }
+  dir_wds_[dir] = wd;
+  wd_dirs_[wd] = dir;
+  return true;
+}
+
+void FdCache::watch_loop(rt::CancelToken& stop) {
+  if (!inotify_) return;
+  alignas(inotify_event) char buf[4096];
+  while (true) {
+    int64_t n = io::read(inotify_fd_, buf, sizeof buf, -1, rt::kNoDeadline, &stop);
+    if (n == -ECANCELED) return;
+    if (n < 0) {
+      if (n != -EAGAIN && n != -EINTR) {
+        spdlog::error("fd cache: inotify read: {}", std::strerror(static_cast<int>(-n)));
+        rt::sleep_for(std::chrono::milliseconds(100));
+      }
+      continue;
+    }
+    for (char* p = buf; p < buf + n;) {
+      auto* ev = reinterpret_cast<inotify_event*>(p);
+      p += sizeof(inotify_event) + ev->len;
+      if (ev->mask & IN_Q_OVERFLOW) {
+        spdlog::warn("fd cache: inotify queue overflowed; dropping every entry");
+        clear();
+        continue;
+      }
+      std::string dir;
+      {
+        std::lock_guard g(watch_mu_);
+        auto it = wd_dirs_.find(ev->wd);
+        if (it == wd_dirs_.end()) continue;
+        dir = it->second;
+        if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+          dir_wds_.erase(dir);
+          wd_dirs_.erase(it);
+        }
+      }
+      if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+        clear();  // a whole directory went away or moved: simplest to start over
+        continue;
+      }
+      if (ev->len > 0) {
+        std::string path = dir + "/" + std::string(ev->name);
+        invalidate(path);
+        invalidate(path + "/");
+      }
+    }
+  }
 }
 
 }  // namespace weft::http

@@ -1,14 +1,39 @@
-// FdCache: finds what a response needs for a normalized path (see FileEntry), opening and
-// stat-ing through the runtime's I/O (openat2 relative to the document root, confined by the
-// symlink policy; statx), so a processor never blocks on the file system.
+// FdCache: what a response needs for each path (FileEntry), kept open and ready, like NGINX's
+// open_file_cache, without serving a changed or deleted file longer than configured.
 //
-// Thread safety: lookup() may be called from any fiber on any processor.
+// Layout: 64 shards, each a hash map from normalized path to slot plus an LRU list, under
+// its own spinlock; a lookup takes one shard's lock for a few instructions, so processors
+// never share a global lock. Entries are reference counted: eviction only drops the cache's
+// reference, and the descriptor closes when the last response using it ends.
+//
+// States of a slot: loading (one fiber opens the file; others that miss on the same path
+// wait for it: a miss many fibers hit at once opens once) -> ready (entry published).
+// Revalidation: a ready entry older than `valid` is checked with statx by the one fiber that
+// claims it (others keep using it meanwhile) and reloaded when inode, device, size or mtime
+// changed. Misses (errors) live `errors_valid`. Entries unused for `inactive` are dropped by
+// sweep(). In inotify mode, directory watches invalidate entries on change events instead
+// of periodic statx (entries whose directory cannot be watched fall back to statx).
+//
+// Bounds: max_entries entries (split over shards), max_bytes of small-file contents in all
+// (each at most max_file_bytes). The fd budget (entries + connections within RLIMIT_NOFILE)
+// is decided by the server at start and passed in as the entry limit.
+//
+// Threads: lookup() from any fiber; sweep() and the inotify loop from one fiber each.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
+#include "runtime/io_driver.hpp"
+#include "runtime/spinlock.hpp"
+#include "runtime/waiter.hpp"
 #include "server/config.hpp"
 #include "server/file_entry.hpp"
 #include "server/mime_map.hpp"
@@ -20,27 +45,88 @@ class Metrics;
 class FdCache {
  public:
   /// Makes a cache over the directory `root_fd` (kept open by the caller) with the
-  /// [fd_cache] settings of `config`.
-  FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics* metrics);
+  /// [fd_cache] settings of `config`, holding at most `max_entries` entries.
+  FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics* metrics,
+          std::size_t max_entries);
   FdCache(const FdCache&) = delete;
   FdCache& operator=(const FdCache&) = delete;
   ~FdCache();
 
   /// Returns the entry for `path` (normalized, starting with '/'); never empty. Call from a
-  /// fiber: it may open and stat the file.
+  /// fiber: it may open and stat the file. `shard` is the caller's processor index (metrics).
   FileRef lookup(std::string_view path, unsigned shard);
 
-  /// Returns the RESOLVE_* flags that enforce the symlink policy.
-  uint64_t resolve_flags() const { return resolve_; }
+  /// Drops entries unused for `inactive`; returns how many. Call from one fiber, periodically.
+  std::size_t sweep();
+
+  /// Runs the inotify reader until `stop` is cancelled (inotify mode only; returns at once
+  /// otherwise).
+  void watch_loop(rt::CancelToken& stop);
+
+  /// Drops every entry (in-flight responses keep theirs).
+  void clear();
+
+  /// Returns the number of cached entries.
+  std::size_t size() const { return entries_.load(std::memory_order_relaxed); }
+  /// Returns the bytes of file contents held.
+  uint64_t bytes() const { return bytes_->load(std::memory_order_relaxed); }
+  /// Returns how many times a file was opened (tests: concurrent misses open once).
+  uint64_t opens() const { return opens_.load(std::memory_order_relaxed); }
+  /// Returns the entry limit in force.
+  std::size_t max_entries() const { return max_entries_; }
 
  private:
+  static constexpr std::size_t kShards = 64;
+
+  struct Loading {
+    rt::WaitList waiters;
+  };
+  struct Slot {
+    FileRef entry;               // empty while loading
+    Loading* loading = nullptr;  // set while one fiber opens the file
+    std::list<std::string>::iterator lru;
+  };
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct Shard {
+    rt::Spinlock lock;
+    std::unordered_map<std::string, Slot, Hash, std::equal_to<>> map;
+    std::list<std::string> lru;  // front: most recently used
+  };
+
+  Shard& shard_for(std::string_view path);
   FileRef load(std::string_view path);
+  bool still_current(const FileEntry& e);
+  bool fresh(const FileEntry& e, int64_t now_ns) const;
+  void publish(Shard& s, std::string_view path, FileRef entry);
+  void evict_over_limit(Shard& s);
+  void erase_locked(Shard& s,
+                    std::unordered_map<std::string, Slot, Hash, std::equal_to<>>::iterator it);
+  void invalidate(std::string_view path);
+  bool watch_dir_of(std::string_view path);
 
   const Config& config_;
   int root_fd_;
   const MimeMap& mime_;
   Metrics* metrics_;
   uint64_t resolve_;
+  bool enabled_;
+  bool inotify_;
+  std::size_t max_entries_;
+  std::size_t shard_capacity_;
+  int64_t valid_ns_, errors_valid_ns_, inactive_ns_;
+  Shard shards_[kShards];
+  std::atomic<std::size_t> entries_{0};
+  std::shared_ptr<std::atomic<uint64_t>> bytes_;  // shared with entries, which release on death
+  std::atomic<uint64_t> opens_{0};
+
+  // inotify mode: watched directories (path relative to root, "" for the root itself).
+  int inotify_fd_ = -1;
+  std::mutex watch_mu_;
+  std::unordered_map<int, std::string> wd_dirs_;
+  std::unordered_map<std::string, int> dir_wds_;
 };
 
 }  // namespace weft::http

@@ -32,9 +32,12 @@ struct FileEntry {
   std::string_view content_type;  // owned by the MimeMap, which outlives every entry
   std::string
       headers;  // "Content-Type: ..\r\nLast-Modified: ..\r\nETag: ..\r\nAccept-Ranges: bytes\r\n"
-  std::unique_ptr<char[]> bytes;    // the whole file when small (see fd_cache max_file_bytes)
-  int64_t loaded_ns = 0;            // monotonic time of the last open/revalidation
-  std::atomic<int64_t> used_ns{0};  // monotonic time of the last lookup (for `inactive`)
+  std::unique_ptr<char[]> bytes;  // the whole file when small (see fd_cache max_file_bytes)
+  std::shared_ptr<std::atomic<uint64_t>> bytes_account;  // the cache's total, given back on death
+  bool watched = false;               // inotify covers it: no periodic statx needed
+  std::atomic<bool> checking{false};  // one fiber revalidates at a time
+  std::atomic<int64_t> loaded_ns{0};  // monotonic time of the last open/revalidation
+  std::atomic<int64_t> used_ns{0};    // monotonic time of the last lookup (for `inactive`)
   std::atomic<uint32_t> refs{1};
 
   ~FileEntry();

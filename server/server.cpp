@@ -7,6 +7,7 @@
 // SIGHUP reopens the error and access logs (for logrotate).
 #include "server/server.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -21,6 +22,7 @@
 
 #include "runtime/io.hpp"
 #include "runtime/scheduler.hpp"
+#include "runtime/semaphore.hpp"
 #include "server/access_log.hpp"
 #include "server/listener.hpp"
 #include "server/log.hpp"
@@ -148,7 +150,30 @@ int run_server(const Config& config) {
     return 1;
   }
   ctx.metrics = std::make_unique<Metrics>(procs);
-  ctx.files = std::make_unique<FdCache>(config, ctx.root_fd, ctx.mime, ctx.metrics.get());
+  // The fd budget: connections (each a socket, plus a pipe pair while splicing), listeners,
+  // rings and the like, and the cache must all fit RLIMIT_NOFILE; the cache gives way.
+  std::size_t per_conn = config.body == BodyPath::splice ? 3 : 1;
+  std::size_t reserve = 64 + listeners.size() + 4 * std::size_t{procs};
+  std::size_t conn_fds = std::size_t{config.max_connections} * per_conn;
+  std::size_t cache_entries = config.fd_cache_entries;
+  if (conn_fds + reserve + cache_entries > fd_limit) {
+    std::size_t room = fd_limit > conn_fds + reserve ? fd_limit - conn_fds - reserve : 0;
+    cache_entries = std::max<std::size_t>(room, 16);
+    spdlog::warn(
+        "fd budget: limit {} < connections {} + cache {} + reserve {}; fd cache "
+        "lowered to {} entries (raise the hard RLIMIT_NOFILE or lower "
+        "limits.max_connections)",
+        fd_limit, conn_fds, config.fd_cache_entries, reserve, cache_entries);
+  } else {
+    spdlog::info("fd budget: limit {} >= connections {} + fd cache {} + reserve {}", fd_limit,
+                 conn_fds, cache_entries, reserve);
+  }
+  ctx.files =
+      std::make_unique<FdCache>(config, ctx.root_fd, ctx.mime, ctx.metrics.get(), cache_entries);
+  ctx.metrics->add_gauge("weft_fd_cache_entries", "Entries in the fd cache",
+                         [&ctx] { return static_cast<double>(ctx.files->size()); });
+  ctx.metrics->add_gauge("weft_fd_cache_bytes", "Bytes of file contents in the fd cache",
+                         [&ctx] { return static_cast<double>(ctx.files->bytes()); });
   // Read area: the longest head the parser accepts plus one read; then a 4 KiB arena for
   // queued response heads.
   std::size_t buffer_size = config.max_header_bytes + 4096 + 4096;
@@ -201,6 +226,16 @@ int run_server(const Config& config) {
                     {.name = "metrics"}));
     }
 
+    // The fd cache's housekeeping: drop inactive entries every second; follow inotify.
+    rt::Semaphore sweeper_stop(0);
+    auto sweeper = rt::spawn(
+        [&ctx, &sweeper_stop] {
+          while (!sweeper_stop.try_acquire_for(std::chrono::seconds(1))) ctx.files->sweep();
+        },
+        {.name = "fd-cache-sweeper"});
+    auto watcher =
+        rt::spawn([&ctx, &stop] { ctx.files->watch_loop(stop); }, {.name = "fd-cache-inotify"});
+
     while (true) {
       signalfd_siginfo si{};
       int64_t n = io::read(sfd, &si, sizeof si);
@@ -224,6 +259,9 @@ int run_server(const Config& config) {
     }
 
     stop.cancel();
+    sweeper_stop.release();
+    sweeper.join();
+    watcher.join();
     for (auto& a : acceptors) a.join();
     for (auto& l : listeners) ::close(l.fd);
     if (metrics_fd >= 0) ::close(metrics_fd);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,7 @@
 
 #include "runtime/latch.hpp"
 #include "runtime/scheduler.hpp"
+#include "runtime/semaphore.hpp"
 
 #include "tests/runtime/test_scale.hpp"
 
@@ -261,6 +263,82 @@ TEST_P(IoTest, OneTokenCancelsManyFibers) {
     for (auto& h : hs) h.join();
     EXPECT_EQ(cancelled.load(), 20);
     for (int fd : fds) ::close(fd);
+  });
+}
+
+TEST_P(IoTest, WhenReadyRunsCallbackWithoutAParkedFiber) {
+  Runtime rt(opts());
+  rt.run([&] {
+    constexpr int kWaits = 500;
+    struct Slot {
+      ReadyWait wait;
+      int sv[2] = {-1, -1};
+      std::atomic<int> result{1};
+    };
+    std::vector<std::unique_ptr<Slot>> slots;
+    WaitGroup done;
+    done.add(kWaits);
+    for (int i = 0; i < kWaits; ++i) {
+      auto s = std::make_unique<Slot>();
+      ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, s->sv), 0);
+      struct Ctx {
+        Slot* slot;
+        WaitGroup* done;
+      };
+      auto* ctx = new Ctx{s.get(), &done};
+      ASSERT_EQ(io::when_ready(
+                    s->wait, s->sv[0], POLLIN, kNoDeadline, nullptr,
+                    [](void* arg, int result) {
+                      auto* c = static_cast<Ctx*>(arg);
+                      c->slot->result = result;
+                      c->done->done();
+                      delete c;
+                    },
+                    ctx),
+                0);
+      slots.push_back(std::move(s));
+    }
+    // Nothing is parked for these waits: only this fiber is alive.
+    EXPECT_EQ(Processor::current()->runtime().live_fibers(), 1u);
+    for (auto& s : slots) ASSERT_EQ(::write(s->sv[1], "x", 1), 1);
+    done.wait();
+    for (auto& s : slots) {
+      EXPECT_TRUE(s->result.load() & POLLIN);
+      ::close(s->sv[0]);
+      ::close(s->sv[1]);
+    }
+  });
+}
+
+TEST_P(IoTest, WhenReadyTimesOutAndCancels) {
+  Runtime rt(opts());
+  rt.run([&] {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    struct Out {
+      std::atomic<int> result{1};
+      Semaphore fired{0};
+    } out;
+    auto cb = [](void* arg, int result) {
+      auto* o = static_cast<Out*>(arg);
+      o->result = result;
+      o->fired.release();
+    };
+    ReadyWait w;
+    auto start = now();
+    ASSERT_EQ(io::when_ready(w, sv[0], POLLIN, start + 20ms, nullptr, cb, &out), 0);
+    out.fired.acquire();
+    EXPECT_EQ(out.result.load(), -ETIMEDOUT);
+    EXPECT_GE(now() - start, 20ms);
+    CancelToken token;
+    ASSERT_EQ(io::when_ready(w, sv[0], POLLIN, kNoDeadline, &token, cb, &out), 0);
+    sleep_for(2ms);
+    token.cancel();
+    out.fired.acquire();
+    EXPECT_EQ(out.result.load(), -ECANCELED);
+    EXPECT_EQ(io::when_ready(w, sv[0], POLLIN, kNoDeadline, &token, cb, &out), -ECANCELED);
+    ::close(sv[0]);
+    ::close(sv[1]);
   });
 }
 
@@ -523,6 +601,41 @@ TEST(IoUring, KernelWorkersStayBounded) {
   EXPECT_GT(loose, bound) << "blocked splices did not reach kernel workers";
   std::printf("kernel workers: max threads %d with bound 2+2 (limit %d), %d with 64+64\n", bounded,
               bound, loose);
+}
+
+}  // namespace
+}  // namespace weft::rt
+
+namespace weft::rt {
+namespace {
+
+// Processors woken through IORING_OP_MSG_RING instead of the eventfd lose no wake-up.
+TEST(IoUring, MsgRingWakeUpsAreNotLost) {
+  IoOptions io;
+  io.backend = IoBackendKind::io_uring;
+  io.wake = WakeMethod::msg_ring;
+  RuntimeOptions o;
+  o.processors = 2;
+  o.make_driver = make_io_driver_factory(io);
+  Runtime rt(o);
+  std::atomic<int> rounds{0};
+  rt.run([&] {
+    Semaphore ping(0), pong(0);
+    auto other = spawn([&] {
+      for (int i = 0; i < 300; ++i) {
+        ping.acquire();
+        rounds.fetch_add(1);
+        pong.release();
+      }
+    });
+    for (int i = 0; i < 300; ++i) {
+      if (i % 10 == 0) sleep_for(std::chrono::microseconds(200));  // let processors park
+      ping.release();
+      pong.acquire();
+    }
+    other.join();
+  });
+  EXPECT_EQ(rounds.load(), 300);
 }
 
 }  // namespace

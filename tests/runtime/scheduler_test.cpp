@@ -237,3 +237,40 @@ TEST(Scheduler, CurrentFiberIdsAreDistinct) {
 
 }  // namespace
 }  // namespace weft::rt
+
+namespace weft::rt {
+namespace {
+
+// A fiber woken into the waker's LIFO slot must not wait for a waker that stays busy when
+// another processor is idle: the idle one takes it.
+TEST(Scheduler, WokenFiberRunsWhileWakerStaysBusy) {
+  RuntimeOptions o;
+  o.processors = 2;
+  Runtime rt(o);
+  std::atomic<int64_t> waited_us{-1};
+  rt.run([&] {
+    std::atomic<bool> go{false};
+    std::atomic<bool> ran{false};
+    std::atomic<Fiber*> target{nullptr};
+    TimePoint start{};
+    auto h = spawn([&] {
+      target = current_fiber();
+      while (!go.load()) park();
+      waited_us = std::chrono::duration_cast<std::chrono::microseconds>(now() - start).count();
+      ran = true;
+    });
+    while (!target.load()) yield();
+    sleep_for(std::chrono::milliseconds(5));  // the target parks, the other processor sleeps
+    start = now();
+    go = true;
+    unpark(target.load());
+    // Busy, without yielding, for up to a second.
+    while (!ran.load() && now() - start < std::chrono::seconds(1)) cpu_relax();
+    h.join();
+  });
+  EXPECT_GE(waited_us.load(), 0);
+  EXPECT_LT(waited_us.load(), 100'000) << "the woken fiber waited for the busy waker";
+}
+
+}  // namespace
+}  // namespace weft::rt
