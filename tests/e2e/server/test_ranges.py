@@ -146,7 +146,7 @@ class RangesSpliceSmallPipe(Ranges):
 
 class SpliceStall:
     """Large downloads one after another through the splice path with two processors, each
-    watched for a stall (no byte for 3 s while the server still owes most of the body).
+    watched for a stall (no byte for 10 s while the server still owes most of the body).
 
     A regression test: before the runtime's io_uring driver gained MSG_RING wake-ups and
     timer-heap deadlines, the first or one of the first few such downloads stalled for good
@@ -160,7 +160,7 @@ class SpliceStall:
             self.skipTest("about io_uring's per-processor rings; epoll's splice path is "
                           "covered by the Ranges classes")
         for i in range(6):
-            with self.srv.client(timeout=3) as c:
+            with self.srv.client(timeout=10) as c:
                 c.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
                 self.assertEqual(c.response(body=False).status, 200)
                 left = site.BIG_SIZE
