@@ -67,8 +67,8 @@ class WeftServer:
 
     def start(self, timeout=10):
         """Starts weft and waits until its first address accepts connections."""
-        self.proc = subprocess.Popen(self.prefix + [WEFT, "-c", self.config], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.prefix + [WEFT, "-c", self.config],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         host, port = split_address(self.listen[0])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -237,8 +237,9 @@ class RawClient:
 
 def error_page(status, reason):
     """Returns weft's HTML body for an error status."""
-    return ("<!DOCTYPE html>\n<html>\n<head><title>{0} {1}</title></head>\n"
-            "<body>\n<h1>{0} {1}</h1>\n<hr>weft\n</body>\n</html>\n").format(status, reason).encode()
+    page = ("<!DOCTYPE html>\n<html>\n<head><title>{0} {1}</title></head>\n"
+            "<body>\n<h1>{0} {1}</h1>\n<hr>weft\n</body>\n</html>\n")
+    return page.format(status, reason).encode()
 
 
 def http_date(t):

@@ -59,6 +59,17 @@ class Ranges:
         self.check_206("/medium.bin", "bytes=65535-131072", site.MEDIUM, 65535, 131072,
                        len(site.MEDIUM))
 
+    def test_with_curl(self):
+        n = len(site.MEDIUM)
+        for spec, first, last in (("0-9", 0, 9), ("-5", n - 5, n - 1), ("100000-", 100000, n - 1)):
+            with self.subTest(spec=spec):
+                r = self.srv.curl("/medium.bin", "-r", spec)
+                self.assertEqual(r.status, 206)
+                self.assertEqual(r.header("Content-Range"), "bytes %d-%d/%d" % (first, last, n))
+                self.assertEqual(r.body, site.MEDIUM[first:last + 1])
+        r = self.srv.curl("/medium.bin", "-r", "%d-" % n)
+        self.assertEqual((r.status, r.header("Content-Range")), (416, "bytes */%d" % n))
+
     def test_head_with_range(self):
         r = self.get("/medium.bin", [("Range", "bytes=10-19")], "HEAD")
         self.assertEqual((r.status, r.body), (206, b""))
