@@ -170,17 +170,20 @@ class Engine::Session {
   bool run_connection() {
     const std::int64_t t_conn = now_ns();
     const std::uint64_t open_now = e_.open_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (e_.options_.max_conns != 0 && open_now > e_.options_.max_conns) {
+      // The cap is the client's limit, as EMFILE is (see options.hpp): initiated, failed.
+      e_.open_.fetch_sub(1, std::memory_order_relaxed);
+      stats().record_connection_started(at(t_conn), open_now - 1);
+      fail(ErrorClass::kFdUnavail);
+      return false;
+    }
     stats().record_connection_started(at(t_conn), open_now);
-    const bool ok = connect_and_call(open_now);
+    const bool ok = connect_and_call();
     e_.open_.fetch_sub(1, std::memory_order_relaxed);
     return ok;
   }
 
-  bool connect_and_call(std::uint64_t open_now) {
-    if (e_.options_.max_conns != 0 && open_now > e_.options_.max_conns) {
-      fail(ErrorClass::kFdUnavail);  // the cap is the client's limit, as EMFILE (options.hpp)
-      return false;
-    }
+  bool connect_and_call() {
     const Target& t = e_.target_;
     fd_ = io::socket(t.addr.ss_family, SOCK_STREAM, 0);
     if (fd_ < 0) {
