@@ -15,6 +15,10 @@
 //     Content-Length, the manifest's size), and closes. --timeout bounds the connect and each
 //     send and receive (no progress for that long: client-timo). A failure ends the session
 //     with one error, classified by errors.hpp from the errno.
+//   - Latency is recorded twice per reply: from the send of its request, and from the time
+//     the call was due: for a session's first call the session's scheduled time (so lag and
+//     connect time count), for a later call the moment it became eligible (the reply before
+//     it, plus think time).
 //
 // Statistics: each processor owns a Slot (Stats for measured sessions, Stats for warmup
 // sessions that are thrown away, a pool of session buffers, progress counters). A fiber
