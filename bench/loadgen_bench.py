@@ -237,7 +237,8 @@ def errors(args, root):
 def capacity(args, root):
     rates = [float(r) for r in args.rates.split(",")]
     print("| offered [sess/s] | reply rate [1/s] | NGINX CPU [%] | weft-load CPU [%] | "
-          "NGINX CPU-µs/reply | weft-load CPU-µs/reply | ratio | lag max [ms] | errors |")
+          "NGINX CPU-µs/reply | weft-load CPU-µs/reply | NGINX ÷ weft-load | lag max [ms] | "
+          "errors |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for rate in rates:
         samples = []
