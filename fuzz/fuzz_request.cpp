@@ -12,9 +12,16 @@
 //     of that parse() call (a fresh, exactly sized heap copy each call, so ASan sees any read
 //     of a stale or neighbouring buffer);
 //   - an error is sticky, has a reason, and closes; a status is one of those documented;
+//   - the outcomes (the requests found, their lengths and targets, and whether and where an
+//     error ends the connection) are the same whether the bytes come in many small reads or
+//     in one: a parser whose framing depends on the reads is a smuggling bug waiting for a
+//     proxy. The error's status may differ: a request that breaks two rules (a ninth field
+//     over max_headers = 8 that is also malformed) is refused for whichever the parser
+//     meets first, and that can depend on where a read ended;
 //   - a normalized path starts with '/', has no NUL, no empty, "." or ".." segment, and fits
 //     kMaxPathBytes;
 //   - a single range lies inside the file and is not empty.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -132,28 +139,48 @@ Config config_for(std::uint64_t h) {
   return c;
 }
 
-}  // namespace
+// One outcome of parse(), kept to compare two ways of cutting the same bytes.
+struct Outcome {
+  ParseStatus status;
+  int http_status = 0;
+  std::size_t bytes = 0;  // ready: the whole request, discarded body included
+  std::string target;
+  std::size_t headers = 0;
+  bool keep_alive = false;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::uint64_t h = hash(data, size);
-  Rng rng{h | 1};
-  const Config config = config_for(h);
+  // Equal, but for the status of an error (see the top of this file).
+  bool same_as(const Outcome& o) const {
+    if (status == ParseStatus::error) return o.status == ParseStatus::error;
+    return status == o.status && bytes == o.bytes && target == o.target && headers == o.headers &&
+           keep_alive == o.keep_alive;
+  }
+};
+
+// Plays a connection: appends the input in reads whose sizes `next_read` picks, hands the
+// parser a fresh copy of its buffer each time, checks every result; returns the outcomes.
+template <typename NextRead>
+std::vector<Outcome> play(const Config& config, std::string_view input, std::uint64_t h,
+                          NextRead next_read) {
   RequestParser parser(config);
-  const std::string_view input(reinterpret_cast<const char*>(data), size);
-
+  std::vector<Outcome> seen;
   std::string buf;  // the connection's read area: the current request's bytes
   std::size_t pos = 0;
+  std::size_t discarded = 0;  // body bytes of the current request dropped on need_more
   while (true) {
     const std::vector<char> copy(buf.begin(), buf.end());
     const ParseResult r = parser.parse(copy);
     if (r.status == ParseStatus::ready) {
+      const Request& req = parser.request();
       check(parser.consumed() <= copy.size(), "consumed() beyond the data");
       check(parser.head_bytes() <= parser.consumed(), "head longer than the request");
-      check(r.close == !parser.request().keep_alive(), "close disagrees with keep_alive()");
-      check_request(parser.request(), copy, h);
+      check(r.close == !req.keep_alive(), "close disagrees with keep_alive()");
+      check_request(req, copy, h);
+      seen.push_back({r.status, 0, discarded + parser.consumed(), std::string(req.target()),
+                      req.headers().size(), req.keep_alive()});
       if (r.close) break;
       check(parser.consumed() > 0, "ready without consuming a byte");
       buf.erase(0, parser.consumed());
+      discarded = 0;
       continue;
     }
     if (r.status == ParseStatus::error) {
@@ -164,17 +191,39 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             "an undocumented error status");
       const ParseResult again = parser.parse(copy);
       check(again.status == ParseStatus::error && again.http_status == s, "error not sticky");
+      seen.push_back({r.status, s, 0, {}, 0, false});
       break;
     }
     check(r.keep <= copy.size(), "keep beyond the data");
+    discarded += buf.size() - r.keep;
     buf.resize(r.keep);
     if (pos == input.size()) break;
-    // Reads of 1 to 64 bytes, now and then a large one.
-    std::size_t n = 1 + rng.next() % 64;
-    if (rng.next() % 8 == 0) n = 1 + rng.next() % 4096;
-    n = std::min(n, input.size() - pos);
+    const std::size_t n = std::min(next_read(), input.size() - pos);
     buf.append(input.substr(pos, n));
     pos += n;
   }
+  return seen;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::uint64_t h = hash(data, size);
+  const Config config = config_for(h);
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+
+  // Reads of 1 to 64 bytes, now and then a large one.
+  Rng rng{h | 1};
+  const auto split = play(config, input, h, [&rng] {
+    std::size_t n = 1 + rng.next() % 64;
+    if (rng.next() % 8 == 0) n = 1 + rng.next() % 4096;
+    return n;
+  });
+  // The whole input in one read: the answers must not depend on how the bytes arrived.
+  const auto whole = play(config, input, h, [] { return ~std::size_t{0}; });
+  check(split.size() == whole.size() &&
+            std::equal(split.begin(), split.end(), whole.begin(),
+                       [](const Outcome& a, const Outcome& b) { return a.same_as(b); }),
+        "the outcome depends on how the bytes were cut into reads");
   return 0;
 }
