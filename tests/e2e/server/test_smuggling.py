@@ -96,6 +96,16 @@ CLOSING = [
                                  SMUGGLED), 400),
     ("chunk data bare LF", post(b"Transfer-Encoding: chunked\r\n", b"5\r\nhello\n0\r\n\r\n" +
                                 SMUGGLED), 400),
+    # Until llhttp was built in strict mode, any two bytes after chunk data passed for CRLF,
+    # and any byte after a CR for LF: a front end that frames these differently smuggles.
+    ("chunk data then two other bytes", post(b"Transfer-Encoding: chunked\r\n",
+                                             b"5\r\nhelloXY0\r\n\r\n" + SMUGGLED), 400),
+    ("chunk data then CR and a byte", post(b"Transfer-Encoding: chunked\r\n",
+                                           b"5\r\nhello\rX0\r\n\r\n" + SMUGGLED), 400),
+    ("chunk size then CR and a byte", post(b"Transfer-Encoding: chunked\r\n",
+                                           b"5\rXhello\r\n0\r\n\r\n" + SMUGGLED), 400),
+    ("last chunk then CR and a byte", post(b"Transfer-Encoding: chunked\r\n",
+                                           b"0\r\n\rX" + SMUGGLED), 400),
     ("last chunk without CRLF", post(b"Transfer-Encoding: chunked\r\n", b"0\r\n" + SMUGGLED),
      400),
     ("chunk over max_body_bytes", post(b"Transfer-Encoding: chunked\r\n", b"10001\r\n" + SMUGGLED),
@@ -122,7 +132,8 @@ CLOSING = [
 
 # Cases also sent one byte at a time.
 TRICKLED = {"CL.TE", "TE.CL", "CL twice, different", "TE obs-fold", "bare LF ends the head",
-            "bare CR in a field", "chunk size overflow", "chunk data too long"}
+            "bare CR in a field", "chunk size overflow", "chunk data too long",
+            "chunk data then two other bytes"}
 
 # (note, request bytes, status): well-framed requests; the
 # connection stays open and the request after this one's body is served.
