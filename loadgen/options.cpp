@@ -65,6 +65,7 @@ struct Raw {
   std::optional<std::string> max_conns;
   std::optional<std::string> seed;
   std::optional<double> warmup;
+  std::optional<std::string> backend;
 };
 
 // Checks the combination and fills `o`; returns an error message, or nullopt when all is well.
@@ -184,6 +185,17 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
   if (o.warmup_s > 0.0 && o.duration_s && o.warmup_s >= *o.duration_s) {
     return fmt::format("--warmup {} must be shorter than --duration {}", o.warmup_s, *o.duration_s);
   }
+  if (raw.backend) {
+    if (*raw.backend == "auto") {
+      o.backend = Backend::kAuto;
+    } else if (*raw.backend == "io_uring") {
+      o.backend = Backend::kIoUring;
+    } else if (*raw.backend == "epoll") {
+      o.backend = Backend::kEpoll;
+    } else {
+      return fmt::format("--backend {}: expected auto, io_uring or epoll", *raw.backend);
+    }
+  }
   if (o.threads < 1 || o.threads > 1024) {
     return fmt::format("--threads {}: must be between 1 and 1024", o.threads);
   }
@@ -265,10 +277,11 @@ OptionsParse parse_options(int argc, const char* const* argv) {
   app.add_option("--seed", raw.seed, "seed of every random choice (default 1)");
   app.add_option("--warmup", raw.warmup, "seconds at the start left out of every figure");
   app.add_option("--threads", o.threads, "engine threads (processors)")->capture_default_str();
+  app.add_option("--backend", raw.backend, "I/O backend: auto (default), io_uring or epoll");
   app.add_option("--max-conns", raw.max_conns, "cap on open connections (default 0: none)");
   app.add_option("--json", o.json_file, "write the JSON report to FILE");
   app.add_option("--csv", o.csv_file, "append CSV rows (one per rate) to FILE");
-  app.add_flag("--quiet", o.quiet, "print no text report");
+  app.add_flag("--quiet", o.quiet, "print no text report and no progress line");
   app.add_option("--sweep", raw.sweep, "FROM:TO:STEP: one run per rate, sessions per second");
   app.add_flag("--dry-run", o.dry_run, "print the plan and exit without sending anything");
 
@@ -325,6 +338,8 @@ std::string httperf_command_line(const Options& o, std::optional<double> rate) {
   if (o.warmup_s > 0.0) line += fmt::format(" --warmup={}", o.warmup_s);
   line += fmt::format(" --seed={}", w.seed);
   if (o.threads != 1) line += fmt::format(" --threads={}", o.threads);
+  if (o.backend == Backend::kIoUring) line += " --backend=io_uring";
+  if (o.backend == Backend::kEpoll) line += " --backend=epoll";
   if (o.max_conns != 0) line += fmt::format(" --max-conns={}", o.max_conns);
   return line;
 }
@@ -378,6 +393,9 @@ std::string describe_plan(const Options& o) {
   if (o.warmup_s > 0.0) out += fmt::format("warmup:    {} s, not measured\n", o.warmup_s);
   out += fmt::format("timeout:   {}\n", o.timeout_s ? fmt::format("{} s", *o.timeout_s) : "none");
   out += fmt::format("threads:   {}\n", o.threads);
+  out += fmt::format("backend:   {}\n", o.backend == Backend::kIoUring ? "io_uring"
+                                        : o.backend == Backend::kEpoll ? "epoll"
+                                                                       : "auto");
   out += fmt::format("max-conns: {}\n", o.max_conns ? fmt::format("{}", o.max_conns) : "no cap");
   out += fmt::format("seed:      {}\n", w.seed);
   if (!o.json_file.empty()) out += fmt::format("json:      {}\n", o.json_file);

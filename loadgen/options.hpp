@@ -4,7 +4,7 @@
 // ([d|u|e]T1[,T2]), --num-conns, --num-calls, --timeout, --wlog B,FILE, --wsesslog N,X,FILE,
 // --hog (accepted and ignored: it asks httperf to use any local port, which weft-load does
 // anyway). weft-load's: --zipf S with --files MANIFEST, --duration, --seed, --warmup,
-// --threads, --max-conns, --json, --csv, --quiet, --sweep FROM:TO:STEP, --dry-run.
+// --threads, --backend, --max-conns, --json, --csv, --quiet, --sweep FROM:TO:STEP, --dry-run.
 //
 // Decisions the options encode (and --help repeats):
 //   - One workload per run: --uri (the default, "/"), --wlog, --wsesslog, or --zipf with
@@ -35,6 +35,13 @@
 
 namespace weft::load {
 
+/// The I/O backend the engine asks weft's runtime for (--backend).
+enum class Backend : std::uint8_t {
+  kAuto,     // io_uring, or epoll when io_uring is unavailable
+  kIoUring,  // io_uring or fail
+  kEpoll,
+};
+
 struct Options {
   std::string server = "localhost";
   std::uint16_t port = 80;
@@ -45,11 +52,12 @@ struct Options {
   std::optional<double> timeout_s;         // --timeout; none: wait forever, as httperf
   double warmup_s = 0.0;                   // --warmup
   unsigned threads = 1;                    // --threads
+  Backend backend = Backend::kAuto;        // --backend
   std::uint64_t max_conns = 0;             // --max-conns; 0: no cap
   std::string json_file;                   // --json; empty: none
   std::string csv_file;                    // --csv; empty: none
   std::vector<double> sweep_rates;         // --sweep, expanded; empty: one run at `period`
-  bool quiet = false;                      // --quiet: no text report on stdout
+  bool quiet = false;                      // --quiet: no text report, no progress line
   bool hog = false;                        // --hog: accepted for compatibility, no effect
   bool dry_run = false;                    // --dry-run: print the plan, run nothing
 

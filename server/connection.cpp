@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <string>
+#include <vector>
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -11,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/io.hpp"
@@ -142,6 +145,7 @@ Connection::Outcome Connection::run() {
   acquire_work();
   if (rejected_) {
     respond_error(503, nullptr, true);
+    log_access(nullptr, 503, error_body(503).size(), rt::coarse_now());
     lingering_close();
     return Outcome::closed;
   }
@@ -178,6 +182,7 @@ Connection::Outcome Connection::run() {
         if (n == -ETIMEDOUT && idle && rt::coarse_now() < idle_deadline_) return go_idle();
         if (n == -ETIMEDOUT && !idle) {
           respond_error(408, nullptr, true);
+          log_access(nullptr, 408, error_body(408).size(), request_started_);
           lingering_close();
         }
         return Outcome::closed;
@@ -252,6 +257,87 @@ bool Connection::respond_error(int status, const Request* req, bool close, std::
   return queue(h.view(), head_only ? nullptr : body.data(), head_only ? 0 : body.size(), {});
 }
 
+bool Connection::respond_listing(const Request& req, bool close, uint64_t* sent) {
+  // Reads the directory with plain system calls on this processor: listings are off by
+  // default, and small directories read from the page cache take microseconds.
+  std::string rel = work_->path.size() > 1 ? work_->path.substr(1) : std::string(".");
+  int dfd = ::openat(ctx_.root_fd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0) return false;
+  DIR* dir = ::fdopendir(dfd);
+  if (!dir) {
+    ::close(dfd);
+    return false;
+  }
+  std::vector<std::pair<std::string, bool>> names;  // name, is a directory
+  while (dirent* d = ::readdir(dir)) {
+    std::string_view name = d->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    bool is_dir =
+        d->d_type == DT_DIR ||
+        (d->d_type == DT_UNKNOWN && ::fstatat(dfd, d->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode));
+    names.emplace_back(std::string(name), is_dir);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  auto html_escape = [](std::string_view in, std::string& out) {
+    for (char c : in) {
+      switch (c) {
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        default:
+          out += c;
+      }
+    }
+  };
+  std::string body = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of ";
+  html_escape(work_->path, body);
+  body += "</title></head>\n<body><h1>Index of ";
+  html_escape(work_->path, body);
+  body += "</h1><ul>\n<li><a href=\"../\">../</a></li>\n";
+  std::string href;
+  for (const auto& [name, is_dir] : names) {
+    href.clear();
+    encode_path(name, href);
+    body += "<li><a href=\"";
+    html_escape(href, body);
+    if (is_dir) body += '/';
+    body += "\">";
+    html_escape(name, body);
+    if (is_dir) body += '/';
+    body += "</a></li>\n";
+  }
+  body += "</ul></body></html>\n";
+  HeadBuffer h;
+  begin_head(h, 200, close, &req);
+  h.append("Content-Type: text/html\r\n");
+  h.field("Content-Length", body.size());
+  h.append("\r\n");
+  bool head_only = req.method() == Method::head;
+  if (ctx_.metrics) ctx_.metrics->on_request(rt::Processor::current()->index(), 200, body.size());
+  // The body is a local string: send it now rather than leave it queued.
+  bool ok = queue(h.view(), nullptr, 0, {}) && flush();
+  if (ok && !head_only) {
+    ok = io::send_all(fd_, body.data(), body.size(), 0, send_deadline(), &token_) >= 0;
+    if (!ok) closing_ = true;
+  }
+  *sent = ok && !head_only ? body.size() : (ok ? 0 : 1);
+  return ok;
+}
+
 bool Connection::serve(const Request& req, rt::TimePoint started) {
   const Config& cfg = ctx_.config;
   ++requests_;
@@ -316,7 +402,13 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
         break;
       }
     }
-    if (!found) return fail(403);
+    if (!found) {
+      if (!cfg.directory_listing) return fail(403);
+      uint64_t sent = 0;
+      bool ok = respond_listing(req, close, &sent);
+      if (!ok && sent == 0) return fail(403);  // unreadable directory
+      return done(200, sent, ok);
+    }
     file = std::move(found);
   }
   if (file->error) {

@@ -71,6 +71,7 @@ class Connection {
   void acquire_work();
   void release_work();
   bool serve(const Request& req, rt::TimePoint started);
+  bool respond_listing(const Request& req, bool close, uint64_t* sent);
   bool respond_error(int status, const Request* req, bool close, std::string_view extra = {});
   bool send_reply(Reply& r, const Request* req);
   void begin_head(HeadBuffer& h, int status, bool close, const Request* req);

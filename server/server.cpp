@@ -88,17 +88,31 @@ void serve_metrics(ServerContext& ctx, int lfd, rt::CancelToken& stop) {
 
 }  // namespace
 
-int run_server(const Config& config) {
-  // Signals are read from a signalfd by the main fiber; block them before any thread
-  // starts so every thread inherits the mask. SIGPIPE is ignored: a client that goes away
-  // must never kill the server.
+namespace {
+
+sigset_t server_signals() {
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGHUP);
+  return sigs;
+}
+
+}  // namespace
+
+void block_server_signals() {
+  sigset_t sigs = server_signals();
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  // A client that goes away must never kill the server.
   ::signal(SIGPIPE, SIG_IGN);
+}
+
+int run_server(const Config& config) {
+  // Signals are read from a signalfd by the main fiber; main() blocked them already, and
+  // blocking again here keeps run_server usable on its own (tests).
+  block_server_signals();
+  sigset_t sigs = server_signals();
   int sfd = ::signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
   if (sfd < 0) {
     spdlog::critical("signalfd: {}", std::strerror(errno));

@@ -65,6 +65,12 @@ void ResourcePool::give_pipe(std::pair<int, int> p, bool clean) {
     return;
   }
   std::lock_guard g(mu_);
+  // Bounded: a burst of splicing connections must not leave thousands of idle pipes.
+  if (pipes_.size() >= kMaxPooledPipes) {
+    ::close(p.first);
+    ::close(p.second);
+    return;
+  }
   pipes_.push_back(p);
 }
 

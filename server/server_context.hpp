@@ -71,6 +71,9 @@ class ResourcePool {
   void give_pipe(std::pair<int, int> p, bool clean);
 
  private:
+  static constexpr std::size_t kMaxPooledPipes =
+      64;  // picked: a processor rarely splices more at once
+
   std::mutex mu_;
   const Config& config_;
   std::size_t read_capacity_;

@@ -67,8 +67,8 @@ class WeftServer:
 
     def start(self, timeout=10):
         """Starts weft and waits until its first address accepts connections."""
-        self.proc = subprocess.Popen(self.prefix + [WEFT, "-c", self.config], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.prefix + [WEFT, "-c", self.config],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         host, port = split_address(self.listen[0])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -237,8 +237,9 @@ class RawClient:
 
 def error_page(status, reason):
     """Returns weft's HTML body for an error status."""
-    return ("<!DOCTYPE html>\n<html>\n<head><title>{0} {1}</title></head>\n"
-            "<body>\n<h1>{0} {1}</h1>\n<hr>weft\n</body>\n</html>\n").format(status, reason).encode()
+    page = ("<!DOCTYPE html>\n<html>\n<head><title>{0} {1}</title></head>\n"
+            "<body>\n<h1>{0} {1}</h1>\n<hr>weft\n</body>\n</html>\n")
+    return page.format(status, reason).encode()
 
 
 def http_date(t):
@@ -251,13 +252,14 @@ HTTP_DATE = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|M
 
 
 class ServerCase(unittest.TestCase):
-    """One weft per test class: set `backend`, `settings`, and optionally `make_root(cls, base)`
+    """One weft per test class: set `backend`, `settings`, `processors`, and `make_root(cls, base)`
     (builds the document root under `base` and returns it; default: weft_site.build); the
     server is `cls.srv`, the root `cls.root`, its parent `cls.base`.
     tearDownClass checks that the server exits 0 on SIGTERM."""
 
     backend = None
     settings = {}
+    processors = 2
 
     @classmethod
     def make_root(cls, base):
@@ -266,8 +268,16 @@ class ServerCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.base = tempfile.mkdtemp(prefix="weft-root-")
-        cls.root = cls.make_root(cls.base)
-        cls.srv = WeftServer(cls.root, cls.backend, cls.settings).start()
+        cls.srv = None
+        try:
+            cls.root = cls.make_root(cls.base)
+            cls.srv = WeftServer(cls.root, cls.backend, cls.settings, cls.processors)
+            cls.srv.start()
+        except BaseException:  # tearDownClass does not run after a failed setUpClass
+            if cls.srv:
+                cls.srv.cleanup()
+            shutil.rmtree(cls.base, ignore_errors=True)
+            raise
 
     @classmethod
     def tearDownClass(cls):

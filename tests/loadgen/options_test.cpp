@@ -120,6 +120,10 @@ TEST(Options, WeftLoadOwnOptions) {
   EXPECT_TRUE(o.quiet);
   EXPECT_TRUE(o.dry_run);
   EXPECT_EQ(o.workload.seed, 18446744073709551615ull);
+  EXPECT_EQ(o.backend, Backend::kAuto);
+  EXPECT_EQ(ok({"--backend", "epoll"}).backend, Backend::kEpoll);
+  EXPECT_EQ(ok({"--backend", "io_uring"}).backend, Backend::kIoUring);
+  EXPECT_EQ(ok({"--backend", "auto"}).backend, Backend::kAuto);
 }
 
 TEST(Options, SweepExpandsRates) {
@@ -152,6 +156,7 @@ TEST(Options, BadCombinationsAreUsageErrors) {
       {{"--sweep", "1:2:1"}, "--sweep needs --duration or --num-conns"},
       {{"--threads", "4"}, "sequential sessions"},
       {{"--threads", "0", "--rate", "1"}, "--threads 0"},
+      {{"--backend", "kqueue"}, "--backend kqueue: expected auto, io_uring or epoll"},
       {{"--num-conns", "0"}, "--num-conns must be at least 1"},
       {{"--num-conns", "-5"}, "--num-conns -5: not a whole number"},
       {{"--max-conns", "-1"}, "--max-conns -1"},

@@ -94,6 +94,20 @@ class Conditional:
         self.check([("If-None-Match", ETAG), ("Range", "bytes=0-1")], 304)
         self.check([("If-Match", OTHER), ("Range", "bytes=0-1")], 412)
 
+    def test_with_curl(self):
+        r = self.srv.curl("/hello.txt", "-H", "If-None-Match: " + ETAG)
+        self.assertEqual((r.status, r.body, r.header("ETag")), (304, b"", ETAG))
+        r = self.srv.curl("/hello.txt", "-z", LATER)  # If-Modified-Since
+        self.assertEqual((r.status, r.body), (304, b""))
+        r = self.srv.curl("/hello.txt", "-z", EARLIER)
+        self.assertEqual((r.status, r.body), (200, site.HELLO))
+        r = self.srv.curl("/hello.txt", "-H", "If-Match: " + OTHER)
+        self.assertEqual(r.status, 412)
+        r = self.srv.curl("/hello.txt", "-z", "-" + LATER)  # If-Unmodified-Since
+        self.assertEqual((r.status, r.body), (200, site.HELLO))
+        r = self.srv.curl("/hello.txt", "-z", "-" + EARLIER)
+        self.assertEqual(r.status, 412)
+
     def test_conditionals_on_errors(self):
         # A missing file is 404 whatever the preconditions say.
         r = self.request([("If-None-Match", "*")], path="/nope")

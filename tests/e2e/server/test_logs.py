@@ -120,7 +120,7 @@ class ErrorLog:
         marker = "FORGED-%d" % os.getpid()
         self.srv.exchange(b"GET /out-dir-link/%%0a2026/01/01%%2000:00:00.000%%20[critical]%%20%s "
                           b"HTTP/1.1\r\nHost: x\r\n\r\n" % marker.encode())
-        self.srv.exchange(b"GET /out-link%0d%0a" + marker.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.srv.exchange(b"GET /out-link%%0d%%0a%s HTTP/1.1\r\nHost: x\r\n\r\n" % marker.encode())
         # Lines below warn reach the file when spdlog flushes: at the latest, at exit.
         self.assertEqual(self.srv.stop(), 0)
         log = self.srv.log()
