@@ -7,9 +7,8 @@ Usage: scripts/soak.py [--minutes M] [--weft BIN] [--report FILE] [--csv FILE] [
 
 The load, every part bounded in rate or concurrency and all of it in time:
   - wrk, 4 keep-alive connections, cycling over the set's small files (as fast as it goes);
-  - new connections, about 50 a second, 1 to 3 calls each, files drawn by Zipf popularity
-    (a Python client: weft-load's network engine is not built yet), each status and length
-    checked;
+  - new connections, about 50 a second, 1 to 3 calls each, files drawn by Zipf popularity,
+    each status and length checked;
   - a Python client: keep-alive Range requests on random files (each 206 checked: status,
     Content-Range and length), with a request for a missing file (404) every tenth;
   - slow clients: a few connections at a time that read a large file at about 64 KiB/s, and
