@@ -23,8 +23,9 @@ warm-up (the first fifth, at least 10 s) the samples are cut in thirds; a metric
 the last third's maximum is at most the first third's maximum x 1.1 plus a small constant
 (RSS 4 MiB, fds 48, threads 0). Unexpected errors: wrk's non-2xx and socket errors, a wrong
 answer on a new connection, a wrong Range or 404 answer, a slow client's early close, weft
-not exiting 0 on SIGTERM, and any [error] or [critical] line in weft's log. The report (Markdown) says all of this with numbers;
-the exit status is 0 only when every metric is flat and no unexpected error was seen.
+not exiting 0 on SIGTERM, and any [error] or [critical] line in weft's log. The report
+(Markdown) says all of this with numbers; the exit status is 0 only when every metric is flat
+and no unexpected error was seen.
 """
 
 import argparse

@@ -394,8 +394,8 @@ class RingPressure:
     """A 64-entry submission queue (256 completions) under 2000 connections that all send at
     once and then wait: far more operations in flight than the ring has entries, so the
     submission queue fills and completions overflow into the kernel's backlog (seen here: over
-    a thousand waiting; the test prints the most it saw). Every request is answered correctly and
-    the server goes on."""
+    a thousand waiting; the test prints the most it saw). Every request is answered correctly
+    and the server goes on."""
 
     settings = {"io": {"ring_entries": 64}, "runtime": {"processors": 1},
                 "limits": {"max_connections": 5000}, "server": {"backlog": 4096},
