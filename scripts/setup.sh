@@ -21,9 +21,11 @@ TEST_BUILD_PKGS=(
   libboost-fiber-dev libboost-context-dev   # runtime benchmarks' peer
   media-types           # /etc/mime.types fallback
 )
-# Tests: real clients and sanitizer/fuzzer runtimes.
+# Tests: real clients and sanitizer/fuzzer runtimes. clang with libclang-rt-14-dev builds the
+# libFuzzer targets (scripts/fuzz.sh); llvm-14 brings llvm-symbolizer, which clang's
+# sanitizers need to name the functions in a crash report.
 TEST_PKGS=(
-  curl python3 python3-yaml clang libclang-rt-14-dev procps iproute2
+  curl python3 python3-yaml clang libclang-rt-14-dev llvm-14 procps iproute2
 )
 # Benchmarks and comparisons: the peers and the clients that measure them.
 BENCH_PKGS=(

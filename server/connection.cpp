@@ -544,20 +544,43 @@ bool Connection::flush() {
 }
 
 bool Connection::send_file_body(const FileEntry& file, uint64_t offset, uint64_t length) {
-  return ctx_.config.body == BodyPath::splice ? send_with_splice(file.fd, offset, length)
-                                              : send_with_sendfile(file.fd, offset, length);
+  return ctx_.config.body == BodyPath::splice ? send_with_splice(file, offset, length)
+                                              : send_with_sendfile(file, offset, length);
 }
 
-bool Connection::send_with_sendfile(int file_fd, uint64_t offset, uint64_t length) {
+void Connection::on_body_error(const FileEntry& file, int64_t result) {
+  // The head is out, so the only honest end is to close. 0: the file is shorter than promised
+  // (truncated under us). The client going away or stalling is routine; anything else is the
+  // file (EIO from the disk, say) and deserves a loud line. The path is client input: quoted.
+  switch (result) {
+    case 0:
+      spdlog::warn("{}: {:?} shrank while being sent; closing", peer_, file.path);
+      break;
+    case -EPIPE:
+    case -ECONNRESET:
+    case -ENOTCONN:
+    case -ETIMEDOUT:
+    case -ECANCELED:
+      spdlog::debug("{}: sending {:?}: {}", peer_, file.path,
+                    std::strerror(static_cast<int>(-result)));
+      break;
+    default:
+      spdlog::error("{}: sending {:?}: {}; closing", peer_, file.path,
+                    std::strerror(static_cast<int>(-result)));
+      break;
+  }
+  closing_ = true;
+}
+
+bool Connection::send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length) {
   while (length > 0) {
     // Each call may make progress; the deadline is "no progress for send_timeout".
-    int64_t n = io::sendfile(fd_, file_fd, static_cast<int64_t>(offset),
+    int64_t n = io::sendfile(fd_, file.fd, static_cast<int64_t>(offset),
                              std::min<uint64_t>(length, 1 << 30), send_deadline(), &token_);
     if (n <= 0) {
-      // 0: the file is shorter than promised (truncated under us): the Content-Length can
-      // no longer be honoured, so end the connection rather than send something else.
-      if (n == 0) spdlog::warn("{}: file shrank while being sent; closing", peer_);
-      closing_ = true;
+      // The Content-Length can no longer be honoured: end the connection rather than send
+      // something else.
+      on_body_error(file, n);
       return false;
     }
     offset += static_cast<uint64_t>(n);
@@ -566,19 +589,19 @@ bool Connection::send_with_sendfile(int file_fd, uint64_t offset, uint64_t lengt
   return true;
 }
 
-bool Connection::send_with_splice(int file_fd, uint64_t offset, uint64_t length) {
+bool Connection::send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length) {
   ResourcePool& pool = ctx_.pool();
   auto pipe = pool.take_pipe();
-  if (pipe.first < 0) return send_with_sendfile(file_fd, offset, length);
+  if (pipe.first < 0) return send_with_sendfile(file, offset, length);
   bool ok = true;
   uint64_t in_pipe = 0;
   const uint64_t chunk = ctx_.config.pipe_size;
   while (length > 0 || in_pipe > 0) {
     if (length > 0 && in_pipe == 0) {
-      int64_t n = io::splice(file_fd, static_cast<int64_t>(offset), pipe.second, -1,
+      int64_t n = io::splice(file.fd, static_cast<int64_t>(offset), pipe.second, -1,
                              std::min(length, chunk), SPLICE_F_MOVE, send_deadline(), &token_);
       if (n <= 0) {
-        if (n == 0) spdlog::warn("{}: file shrank while being sent; closing", peer_);
+        on_body_error(file, n);
         ok = false;
         break;
       }
@@ -590,6 +613,7 @@ bool Connection::send_with_splice(int file_fd, uint64_t offset, uint64_t length)
         io::splice(pipe.first, -1, fd_, -1, in_pipe,
                    SPLICE_F_MOVE | (length > 0 ? SPLICE_F_MORE : 0), send_deadline(), &token_);
     if (m <= 0) {
+      if (m < 0) on_body_error(file, m);
       ok = false;
       break;
     }

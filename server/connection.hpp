@@ -78,8 +78,9 @@ class Connection {
   bool queue(std::string_view head, const char* body, std::size_t body_len, FileRef hold);
   bool flush();
   bool send_file_body(const FileEntry& file, uint64_t offset, uint64_t length);
-  bool send_with_sendfile(int file_fd, uint64_t offset, uint64_t length);
-  bool send_with_splice(int file_fd, uint64_t offset, uint64_t length);
+  bool send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length);
+  bool send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length);
+  void on_body_error(const FileEntry& file, int64_t result);
   void log_access(const Request* req, int status, uint64_t body_bytes, rt::TimePoint started);
   void lingering_close();
   rt::TimePoint send_deadline() const;
