@@ -29,9 +29,9 @@ What one run does:
      the table with weft/peer ratios.
 
 Definitions (also in docs/benchmarks.md):
-  - reply rate: replies per second while the load is offered, the mean of weft-load's
-    per-second timeline over the scheduling window (first second left out when the run is
-    long enough), like httperf's reply-rate samples.
+  - reply rate (throughput): successful (2xx) replies per second while the load is offered,
+    the mean of weft-load's per-second timeline over the scheduling window (first second left
+    out when the run is long enough), like httperf's reply-rate samples.
   - error rate: (httperf's error total + HTTP 4xx/5xx + bad lengths) / sessions started; one
     error ends a session, so it is the share of sessions that failed.
   - saturation: the highest reply rate a server reached in the sweep, at the offered rate
@@ -115,6 +115,10 @@ def parse_args(argv):
                    help="access logs in every server, or in none (default off)")
     p.add_argument("--seed", type=int, default=1, help="weft-load seed (default 1)")
     p.add_argument("--settle", type=float, help="pause between runs, seconds (default 1)")
+    p.add_argument("--nice", type=int, default=0, metavar="N",
+                   help="run the servers and weft-load at this nice value (default 0; negative "
+                        "values need root): on a shared machine, -10 keeps other work at "
+                        "normal priority from taking much of the measured cores")
     p.add_argument("--wait-load", type=float, metavar="L",
                    help="before starting, wait (up to 15 min) for the 1-minute load average "
                         "to fall to L or below")
@@ -165,6 +169,8 @@ def parse_args(argv):
     a.settle = 1.0 if a.settle is None else a.settle
     if a.steps < 2:
         p.error("--steps must be at least 2")
+    if a.nice < 0 and os.geteuid() != 0:
+        p.error("--nice %d needs root" % a.nice)
     return a
 
 
@@ -381,11 +387,13 @@ class Server:
         return [PEER_BINARIES["lighttpd"], "-D", "-f", self.conf]
 
     def start(self):
-        cpus, nofile = self.a.server_cpus, self.lim.nofile
+        cpus, nofile, nice = self.a.server_cpus, self.lim.nofile, self.a.nice
 
         def child():
             os.sched_setaffinity(0, cpus)
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+            if nice:
+                os.nice(nice)
 
         out = open(os.path.join(self.dir, "stdout.log"), "ab")
         self.proc = subprocess.Popen(self.argv(), cwd=self.dir, stdin=subprocess.DEVNULL,
@@ -530,6 +538,24 @@ ERROR_CLASSES = ("client-timo", "socket-timo", "connrefused", "connreset", "fd-u
 CLIENT_BEHIND_MEAN_LAG_MS = 2.0
 
 
+def cpu_times(cpus):
+    """Returns (busy, total) jiffies summed over `cpus`, from /proc/stat."""
+    busy = total = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *vals = line.split()
+            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+                v = [int(x) for x in vals]
+                total += sum(v[:8])  # user nice system idle iowait irq softirq steal
+                busy += sum(v[:8]) - v[3] - v[4]
+    return busy, total
+
+
+def busy_share(before, after):
+    d_total = after[1] - before[1]
+    return round((after[0] - before[0]) / d_total, 3) if d_total > 0 else None
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return float(f.read().split()[0])
@@ -546,6 +572,8 @@ def run_load(a, weft_load, server, rate, duration, timeout, json_path):
     def child():
         os.sched_setaffinity(0, a.load_cpus)
         resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        if a.nice:
+            os.nice(a.nice)
 
     # The run's own limit: the duration, every session's timeout, and room to spare.
     r = subprocess.run(argv, capture_output=True, text=True, preexec_fn=child,
@@ -559,14 +587,18 @@ def run_load(a, weft_load, server, rate, duration, timeout, json_path):
 
 
 def reply_rate(j, duration):
-    """Replies per second while the load was offered: the mean of the per-second timeline over
-    the scheduling window, the first second left out when the window has three or more."""
+    """Successful (2xx) replies per second while the load was offered: the mean of the
+    per-second timeline over the scheduling window (the first second left out when the window
+    has three or more), scaled by the run's share of 2xx among all replies (a 503 is a reply
+    but not throughput)."""
+    total = j["replies"]["total"]
+    ok_share = j["replies"]["status"]["2xx"] / total if total else 1.0
     seconds = [t for t in j.get("timeline", []) if t["t"] < int(duration)]
     if len(seconds) >= 3:
         seconds = seconds[1:]
     if seconds:
-        return sum(t["replies"] for t in seconds) / len(seconds)
-    return j["replies"]["total"] / max(j["test_duration_s"], 1e-9)
+        return ok_share * sum(t["replies"] for t in seconds) / len(seconds)
+    return ok_share * total / max(j["test_duration_s"], 1e-9)
 
 
 def measure(a, weft_load, server, rate, duration, timeout, json_path):
@@ -582,9 +614,11 @@ def measure(a, weft_load, server, rate, duration, timeout, json_path):
         restarted = True
     load_before = loadavg()
     err_before = server.error_log_size()
+    cores0 = cpu_times(a.server_cpus), cpu_times(a.load_cpus)
     cpu0 = server.cpu_seconds()
     j, argv = run_load(a, weft_load, server, rate, duration, timeout, json_path)
     cpu1 = server.cpu_seconds()
+    cores1 = cpu_times(a.server_cpus), cpu_times(a.load_cpus)
     wall = max(j["test_duration_s"], 1e-9)
     err = j["errors"]
     errors = err["total"] + err["http-4xx"] + err["http-5xx"] + err["bad-length"]
@@ -616,6 +650,10 @@ def measure(a, weft_load, server, rate, duration, timeout, json_path):
         "server_cpu_s": round(cpu1 - cpu0, 3),
         "server_cpu_us_per_reply": round(1e6 * (cpu1 - cpu0) / replies, 2) if replies else None,
         "server_util": round((cpu1 - cpu0) / wall / len(a.server_cpus), 3),
+        # Busy share of the server's and the load's CPUs over the run, whoever used them:
+        # well above server_util / client_util means other work shared the cores.
+        "server_cores_busy": busy_share(cores0[0], cores1[0]),
+        "load_cores_busy": busy_share(cores0[1], cores1[1]),
         "client_cpu_s": round(j["cpu"]["user_s"] + j["cpu"]["system_s"], 3),
         "client_util": round((j["cpu"]["user_s"] + j["cpu"]["system_s"]) / wall
                              / len(a.load_cpus), 3),
@@ -656,7 +694,7 @@ def calibrate(a, weft_load, servers, tmp):
             row["phase"] = "calibration"
             probes.append(row)
             kept_up = (row["reply_rate"] >= 0.9 * row["offered_requests_per_s"]
-                       and row["error_rate"] <= 0.02)
+                       and row["error_rate"] <= 0.02 and not row["client_behind"])
             log("  calibrate %-8s %7.0f sessions/s: %8.0f replies/s, errors %5.1f%%%s"
                 % (s.name, rate, row["reply_rate"], 100 * row["error_rate"],
                    "" if kept_up else "  (saturated)"))
@@ -752,8 +790,8 @@ CSV_FIELDS = ["phase", "rate_index", "order", "server", "offered_sessions_per_s"
              ["err_" + c.replace("-", "_") for c in ERROR_CLASSES] + \
              ["p50_ms_from_schedule", "p99_ms_from_schedule", "p50_ms_from_send",
               "p99_ms_from_send", "schedule_lag_mean_ms", "schedule_lag_max_ms", "late_sessions", "client_behind",
-              "server_cpu_s", "server_cpu_us_per_reply", "server_util", "client_cpu_s",
-              "client_util", "test_duration_s",
+              "server_cpu_s", "server_cpu_us_per_reply", "server_util", "server_cores_busy",
+              "client_cpu_s", "client_util", "load_cores_busy", "test_duration_s",
               "loadavg_1m_before", "server_restarted", "server_alive_after",
               "server_error_log_bytes"]
 
