@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -54,7 +55,7 @@ struct Raw {
   std::optional<std::string> uri;
   std::optional<double> rate;
   std::optional<std::string> period;
-  std::optional<std::uint32_t> num_calls;
+  std::optional<std::string> num_calls;  // "N" or "MIN..MAX"
   std::optional<std::string> wlog;
   std::optional<std::string> wsesslog;
   std::optional<double> zipf;
@@ -98,8 +99,15 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
                                 : "--files needs --zipf S (use --zipf 0 for uniform popularity)"};
   }
   if (raw.num_calls) {
-    if (*raw.num_calls == 0) return std::string{"--num-calls must be at least 1"};
-    w.num_calls = *raw.num_calls;
+    std::string error;
+    auto calls = parse_num_calls(*raw.num_calls, error);
+    if (!calls) return error;
+    w.num_calls = *calls;
+    if (!calls->fixed() && (raw.wlog || raw.wsesslog)) {
+      return std::string{
+          "--num-calls MIN..MAX works with --uri and --zipf; --wlog takes URIs in "
+          "order and --wsesslog sets its own sessions"};
+    }
   }
   if (raw.uri) {
     if (!is_request_target(*raw.uri)) {
@@ -218,6 +226,24 @@ std::optional<std::uint64_t> Options::max_sessions() const {
   return 1;  // httperf's default --num-conns
 }
 
+std::optional<CallCount> parse_num_calls(const std::string& text, std::string& error) {
+  const std::size_t dots = text.find("..");
+  const std::string_view v{text};
+  const auto lo = parse_count(dots == std::string::npos ? v : v.substr(0, dots));
+  const auto hi = dots == std::string::npos ? lo : parse_count(v.substr(dots + 2));
+  if (!lo || !hi) {
+    error = fmt::format("--num-calls {}: expected N or MIN..MAX (whole numbers)", text);
+    return std::nullopt;
+  }
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint32_t>::max();
+  if (*lo == 0 || *hi < *lo || *hi > kMax) {
+    error = *lo == 0 ? std::string{"--num-calls must be at least 1"}
+                     : fmt::format("--num-calls {}: need 1 <= MIN <= MAX <= {}", text, kMax);
+    return std::nullopt;
+  }
+  return CallCount{static_cast<std::uint32_t>(*lo), static_cast<std::uint32_t>(*hi)};
+}
+
 std::optional<std::vector<double>> parse_sweep(const std::string& text, std::string& error) {
   const std::size_t c1 = text.find(':');
   const std::size_t c2 = c1 == std::string::npos ? c1 : text.find(':', c1 + 1);
@@ -263,7 +289,8 @@ OptionsParse parse_options(int argc, const char* const* argv) {
   app.add_option("--period", raw.period,
                  "[d|u|e]T1[,T2]: fixed, uniform [T1,T2) or exponential (Poisson) gaps, seconds");
   app.add_option("--num-conns", raw.num_conns, "sessions (connections) to start (default 1)");
-  app.add_option("--num-calls", raw.num_calls, "calls per connection, kept alive (default 1)");
+  app.add_option("--num-calls", raw.num_calls,
+                 "calls per connection, kept alive (default 1); MIN..MAX: drawn per session");
   app.add_option("--timeout", o.timeout_s, "seconds without progress before a call fails");
   app.add_option("--wlog", raw.wlog, "B,FILE: URIs from FILE (NUL-separated); B=y wraps around");
   app.add_option("--wsesslog", raw.wsesslog,
@@ -328,7 +355,7 @@ std::string httperf_command_line(const Options& o, std::optional<double> rate) {
                         w.sesslog_file);
   } else {
     if (o.num_conns) line += fmt::format(" --num-conns={}", *o.num_conns);
-    line += fmt::format(" --num-calls={}", w.num_calls);
+    line += fmt::format(" --num-calls={}", w.num_calls.to_string());
   }
   // weft-load's own options, after httperf's.
   if (w.kind == WorkloadSpec::Kind::kZipf) {
@@ -350,16 +377,17 @@ std::string describe_plan(const Options& o) {
   out += fmt::format("server:    {}:{}\n", o.server, o.port);
   switch (w.kind) {
     case WorkloadSpec::Kind::kUri:
-      out +=
-          fmt::format("workload:  {} {}, {} call(s) per session\n", w.method, w.uri, w.num_calls);
+      out += fmt::format("workload:  {} {}, {} call(s) per session\n", w.method, w.uri,
+                         w.num_calls.to_string());
       break;
     case WorkloadSpec::Kind::kZipf:
       out += fmt::format("workload:  {} files of {}, Zipf s={}, {} call(s) per session\n", w.method,
-                         w.files, w.zipf_s, w.num_calls);
+                         w.files, w.zipf_s, w.num_calls.to_string());
       break;
     case WorkloadSpec::Kind::kWlog:
       out += fmt::format("workload:  {} URIs of {} ({}), {} call(s) per session\n", w.method,
-                         w.wlog_file, w.wlog_loop ? "wrapping around" : "once", w.num_calls);
+                         w.wlog_file, w.wlog_loop ? "wrapping around" : "once",
+                         w.num_calls.to_string());
       break;
     case WorkloadSpec::Kind::kSessionLog:
       out += fmt::format("workload:  {} sessions from {}, default think time {} s\n",
