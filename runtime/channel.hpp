@@ -4,7 +4,8 @@
 // parks the receiver. Values go straight from a parked sender to a receiver (and into a
 // parked receiver's slot) when possible, so FIFO order holds across parking. close() wakes
 // everyone: senders then fail, receivers drain what is buffered and then get nullopt.
-// Values are moved under a spinlock: keep T cheap to move.
+// Values are moved under a spinlock: keep T cheap to move. Parked ends are woken after the
+// lock is released (a woken fiber may destroy the channel at once; see waiter.hpp).
 #pragma once
 
 #include <cstddef>
@@ -29,12 +30,20 @@ class Channel {
   /// Sends v, parking while the channel is full; returns false if the channel is closed.
   bool send(T v) {
     SendWaiter w;
+    Waiter* receiver = nullptr;
     {
       std::lock_guard g(lock_);
       if (closed_) return false;
-      if (hand_to_receiver(v) || push(v)) return true;
-      w.value = &v;
-      senders_.push_back(&w);
+      receiver = hand_to_receiver(v);
+      if (!receiver) {
+        if (push(v)) return true;
+        w.value = &v;
+        senders_.push_back(&w);
+      }
+    }
+    if (receiver) {
+      receiver->wake();
+      return true;
     }
     w.wait();
     return w.ok;
@@ -42,19 +51,33 @@ class Channel {
 
   /// Sends v if there is room now; returns false when full or closed (v is then unchanged).
   bool try_send(T& v) {
-    std::lock_guard g(lock_);
-    if (closed_) return false;
-    return hand_to_receiver(v) || push(v);
+    Waiter* receiver = nullptr;
+    {
+      std::lock_guard g(lock_);
+      if (closed_) return false;
+      receiver = hand_to_receiver(v);
+      if (!receiver) return push(v);
+    }
+    receiver->wake();
+    return true;
   }
 
   /// Receives the oldest value, parking while empty; nullopt once closed and drained.
   std::optional<T> recv() {
     RecvWaiter w;
+    Waiter* sender = nullptr;
+    std::optional<T> v;
     {
       std::lock_guard g(lock_);
-      if (auto v = take()) return v;
-      if (closed_) return std::nullopt;
-      receivers_.push_back(&w);
+      v = take(&sender);
+      if (!v) {
+        if (closed_) return std::nullopt;
+        receivers_.push_back(&w);
+      }
+    }
+    if (v) {
+      if (sender) sender->wake();
+      return v;
     }
     w.wait();
     return std::move(w.slot);
@@ -62,25 +85,43 @@ class Channel {
 
   /// Receives a value if one is ready now; nullopt otherwise.
   std::optional<T> try_recv() {
-    std::lock_guard g(lock_);
-    return take();
+    Waiter* sender = nullptr;
+    std::optional<T> v;
+    {
+      std::lock_guard g(lock_);
+      v = take(&sender);
+    }
+    if (sender) sender->wake();
+    return v;
   }
 
   /// Closes the channel: pending and later sends fail, receivers drain then get nullopt.
   void close() {
-    std::lock_guard g(lock_);
-    closed_ = true;
-    while (Waiter* w = senders_.pop_front()) {
+    WaitList senders, receivers;
+    {
+      std::lock_guard g(lock_);
+      closed_ = true;
+      senders = senders_.take_all();
+      receivers = receivers_.take_all();
+    }
+    while (Waiter* w = senders.pop_front()) {
       static_cast<SendWaiter*>(w)->ok = false;
       w->wake(false);
     }
-    while (Waiter* w = receivers_.pop_front()) w->wake(false);
+    receivers.wake_all();
   }
 
   /// Returns whether close() was called.
   bool closed() const {
     std::lock_guard g(lock_);
     return closed_;
+  }
+
+  /// Returns the number of fibers parked in send() and recv() (a snapshot, for tests and
+  /// diagnostics).
+  std::size_t waiting() const {
+    std::lock_guard g(lock_);
+    return senders_.size() + receivers_.size();
   }
 
   /// Returns the number of buffered values (a snapshot).
@@ -98,13 +139,13 @@ class Channel {
     std::optional<T> slot;
   };
 
-  // All below run under lock_.
-  bool hand_to_receiver(T& v) {
+  // All below run under lock_; the waiter they return is woken after it.
+  // Moves v into the oldest parked receiver's slot and returns that receiver, or nullptr.
+  Waiter* hand_to_receiver(T& v) {
     auto* r = static_cast<RecvWaiter*>(receivers_.pop_front());
-    if (!r) return false;
+    if (!r) return nullptr;
     r->slot.emplace(std::move(v));
-    r->wake();
-    return true;
+    return r;
   }
   bool push(T& v) {
     if (count_ == buf_.size()) return false;
@@ -112,7 +153,8 @@ class Channel {
     ++count_;
     return true;
   }
-  std::optional<T> take() {
+  // Takes the oldest value; a parked sender whose value moved in is left in *sender.
+  std::optional<T> take(Waiter** sender) {
     if (count_ == 0) {
       return std::nullopt;
     }
@@ -123,7 +165,7 @@ class Channel {
     // Room now: move the oldest parked sender's value in behind the others.
     if (auto* s = static_cast<SendWaiter*>(senders_.pop_front())) {
       push(*s->value);
-      s->wake();
+      *sender = s;
     }
     return v;
   }

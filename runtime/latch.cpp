@@ -5,18 +5,15 @@
 #include <mutex>
 
 namespace weft::rt {
-namespace {
-
-void wake_all(WaitList& list) {
-  while (Waiter* w = list.pop_front()) w->wake(false);
-}
-
-}  // namespace
-
 void Latch::count_down(int64_t n) {
-  std::lock_guard g(lock_);
-  count_ -= n;
-  if (count_ <= 0) wake_all(waiters_);
+  WaitList woken;
+  {
+    std::lock_guard g(lock_);
+    count_ -= n;
+    if (count_ <= 0) woken = waiters_.take_all();
+  }
+  // After the lock: a woken waiter may destroy the latch right away.
+  woken.wake_all();
 }
 
 bool Latch::try_wait() const {
@@ -35,13 +32,19 @@ void Latch::wait() {
 }
 
 void WaitGroup::add(int64_t n) {
-  std::lock_guard g(lock_);
-  count_ += n;
-  if (count_ < 0) {
-    std::fputs("weft: WaitGroup count went below zero\n", stderr);
-    std::abort();
+  WaitList woken;
+  {
+    std::lock_guard g(lock_);
+    count_ += n;
+    if (count_ < 0) {
+      std::fputs("weft: WaitGroup count went below zero\n", stderr);
+      std::abort();
+    }
+    if (count_ == 0) woken = waiters_.take_all();
   }
-  if (count_ == 0) wake_all(waiters_);
+  // After the lock: the usual waiter returns from wait() and its WaitGroup goes out of
+  // scope while the last done() is still here (seen: a crash in the 10k-connection test).
+  woken.wake_all();
 }
 
 void WaitGroup::wait() {
@@ -52,6 +55,16 @@ void WaitGroup::wait() {
     waiters_.push_back(&w);
   }
   w.wait();
+}
+
+std::size_t Latch::waiting() const {
+  std::lock_guard g(lock_);
+  return waiters_.size();
+}
+
+std::size_t WaitGroup::waiting() const {
+  std::lock_guard g(lock_);
+  return waiters_.size();
 }
 
 int64_t WaitGroup::count() const {

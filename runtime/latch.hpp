@@ -28,6 +28,9 @@ class Latch {
   /// Parks until the latch is open.
   void wait();
 
+  /// Returns the number of fibers parked in wait() (a snapshot, for tests and diagnostics).
+  std::size_t waiting() const;
+
   /// count_down(n), then wait().
   void arrive_and_wait(int64_t n = 1) {
     count_down(n);
@@ -58,6 +61,9 @@ class WaitGroup {
 
   /// Returns the current count (a snapshot).
   int64_t count() const;
+
+  /// Returns the number of fibers parked in wait() (a snapshot, for tests and diagnostics).
+  std::size_t waiting() const;
 
  private:
   mutable Spinlock lock_;

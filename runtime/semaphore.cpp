@@ -53,21 +53,39 @@ bool Semaphore::try_acquire_until(TimePoint deadline) {
 }
 
 void Semaphore::release(int64_t n) {
-  std::lock_guard g(lock_);
+  // Waiters are claimed under the lock (a timed-out waiter takes it before it returns) and
+  // woken after it is released, since a woken waiter may destroy the semaphore at once. More
+  // than kBatch wake-ups take the lock again, so only release(n) with n <= kBatch may race
+  // with the semaphore's destruction.
+  constexpr int kBatch = 8;
   while (n > 0) {
-    auto* w = static_cast<SemWaiter*>(waiters_.pop_front());
-    if (!w) {
-      count_ += n;
-      return;
+    Fiber* woken[kBatch];
+    int k = 0;
+    {
+      std::lock_guard g(lock_);
+      while (n > 0 && k < kBatch) {
+        auto* w = static_cast<SemWaiter*>(waiters_.pop_front());
+        if (!w) {
+          count_ += n;
+          n = 0;
+          break;
+        }
+        w->granted = true;
+        if (Fiber* f = w->claim()) {
+          woken[k++] = f;
+          --n;
+        } else {
+          w->granted = false;  // its timer won; the permit goes to the next waiter
+        }
+      }
     }
-    // Claim under our lock: a timed-out waiter takes this lock before it returns.
-    w->granted = true;
-    if (w->wake()) {
-      --n;
-    } else {
-      w->granted = false;  // its timer won; the permit goes to the next waiter
-    }
+    for (int i = 0; i < k; ++i) detail::unpark(woken[i], true);
   }
+}
+
+std::size_t Semaphore::waiting() const {
+  std::lock_guard g(lock_);
+  return waiters_.size();
 }
 
 int64_t Semaphore::available() const {

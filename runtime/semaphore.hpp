@@ -40,6 +40,10 @@ class Semaphore {
   /// Returns the number of free permits (a snapshot).
   int64_t available() const;
 
+  /// Returns the number of fibers parked for a permit (a snapshot, for tests and
+  /// diagnostics).
+  std::size_t waiting() const;
+
  private:
   struct SemWaiter : Waiter {
     bool granted = false;

@@ -7,10 +7,14 @@
 // lands after the fiber moved on is memory-safe; it leaves at most a stale permit, which the
 // permit model allows (parks loop on their condition). The waiting fiber never spins.
 // Wakers that hold a wait list's lock claim under that lock, so a fiber that woke for
-// another reason can take the lock and unlink itself safely.
+// another reason can take the lock and unlink itself safely, but unpark only after they
+// release it: the woken fiber may destroy the object that holds the lock (a WaitGroup on its
+// stack, a one-shot Semaphore) as soon as it runs, so a waker must touch nothing of that
+// object after its first wake-up (see claim() and WaitList::take_all()).
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "runtime/fiber.hpp"
@@ -40,6 +44,18 @@ class Waiter {
     }
     detail::unpark(f, lifo);
     return true;
+  }
+
+  /// Claims the waiter without waking its fiber and returns that fiber, for the caller to
+  /// pass to detail::unpark() once its locks are released; nullptr when another waker (or
+  /// the waiter's own timeout) claimed it first. After a claim *this may be gone.
+  Fiber* claim() {
+    Fiber* f = fiber_;
+    uint32_t expected = kPending;
+    if (!state_.compare_exchange_strong(expected, kDone, std::memory_order_acq_rel)) {
+      return nullptr;
+    }
+    return f;
   }
 
   /// Parks until some waker has claimed this waiter.
@@ -123,6 +139,24 @@ class WaitList {
     w->linked = false;
   }
   bool empty() const { return head_ == nullptr; }
+  /// Returns the number of waiters (walks the list: for snapshots, not hot paths).
+  std::size_t size() const {
+    std::size_t n = 0;
+    for (Waiter* w = head_; w; w = w->next) ++n;
+    return n;
+  }
+  /// Moves every waiter to the returned list and leaves this one empty; for waking a list
+  /// whose waiters cannot leave it by themselves (no timeouts) after the lock is released.
+  WaitList take_all() {
+    WaitList all = *this;
+    head_ = tail_ = nullptr;
+    return all;
+  }
+  /// Wakes and unlinks every waiter of a list that take_all() returned.
+  void wake_all(bool lifo = false) {
+    // pop_front() writes to w before its wake-up, never after.
+    while (Waiter* w = pop_front()) w->wake(lifo);
+  }
 
  private:
   Waiter* head_ = nullptr;

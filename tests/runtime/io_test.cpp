@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -151,19 +152,29 @@ TEST_P(IoTest, EchoWithTenThousandConnections) {
               if (fd < 0) sleep_for(10ms);
             }
             all_connected.count_down();
+            // The first failure is printed: a bare "client process failed" says nothing.
+            auto fail = [&](const char* what, int64_t rc) {
+              if (bad.fetch_add(1) == 0) {
+                std::fprintf(stderr, "client %d: %s: %s\n", i, what,
+                             rc < 0 ? std::strerror(static_cast<int>(-rc)) : "short");
+              }
+            };
             if (fd < 0) {
-              bad.fetch_add(1);
+              fail("connect", fd);
               done.done();
               return;
             }
             all_connected.wait();  // every connection is open at the same time
             std::string msg = "hello " + std::to_string(i);
             char buf[64];
-            if (io::send_all(fd, msg.data(), msg.size()) != static_cast<int64_t>(msg.size()) ||
-                io::recv(fd, buf, msg.size(), MSG_WAITALL, now() + 30s) !=
-                    static_cast<int64_t>(msg.size()) ||
-                std::memcmp(buf, msg.data(), msg.size()) != 0) {
-              bad.fetch_add(1);
+            int64_t rc = io::send_all(fd, msg.data(), msg.size());
+            if (rc != static_cast<int64_t>(msg.size())) {
+              fail("send", rc);
+            } else if ((rc = io::recv(fd, buf, msg.size(), MSG_WAITALL, now() + 30s)) !=
+                       static_cast<int64_t>(msg.size())) {
+              fail("recv", rc);
+            } else if (std::memcmp(buf, msg.data(), msg.size()) != 0) {
+              fail("echo differs", 0);
             }
             io::close(fd);
             done.done();
@@ -187,7 +198,8 @@ TEST_P(IoTest, EchoWithTenThousandConnections) {
         pid_t r = ::waitpid(child, &st, WNOHANG);
         max_conns = std::max<int>(max_conns, static_cast<int>(conns.count()));
         if (r == child) {
-          EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "client process failed";
+          EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+              << "client process failed: status " << st;
           break;
         }
         sleep_for(5ms);

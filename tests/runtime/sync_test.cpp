@@ -2,7 +2,9 @@
 // contention across processors: no lost wake-up, exact totals, timeouts never early.
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <mutex>
+#include <new>
 #include <numeric>
 #include <vector>
 
@@ -14,6 +16,8 @@
 #include "runtime/mutex.hpp"
 #include "runtime/scheduler.hpp"
 #include "runtime/semaphore.hpp"
+
+#include "tests/runtime/test_scale.hpp"
 
 namespace weft::rt {
 namespace {
@@ -318,6 +322,73 @@ TEST(Channel, CloseFailsSendersAndDrainsReceivers) {
     EXPECT_EQ(ch.recv(), std::nullopt);
     EXPECT_FALSE(ch.send(5));
   });
+}
+
+// A fiber woken through a sync object may destroy it at once (a WaitGroup on its stack, a
+// one-shot Semaphore), so the waker must touch nothing of the object after the wake-up.
+// Each round builds the object in a buffer; a "destroyer" fiber waits on it first, then
+// `others` fibers wait behind it; the main fiber signals once, waking all of them, the
+// destroyer first. The destroyer (on the other processor, which spins rather than sleeps)
+// destroys the object and poisons the buffer, as stack reuse would, while the waker is still
+// busy waking the others: a waker that still reads the object's wait list or lock crashes
+// on the poison (ASan and TSan report it too). Wakes under the object's lock crashed the
+// 10k-connection echo test this way.
+template <typename T, typename Signal, typename Wait, typename... Args>
+void destroy_right_after_wake(int others, Signal signal, Wait wait, Args... args) {
+  RuntimeOptions o = opts(2);
+  o.spin = 100000;  // the destroyer's processor picks it up at once
+  Runtime rt(o);
+  rt.run([&] {
+    for (int round = 0; round < scaled(1000); ++round) {
+      alignas(T) unsigned char storage[sizeof(T)];
+      T* obj = new (storage) T(args...);
+      std::atomic<bool> destroyed{false};
+      spawn([&] {
+        wait(*obj);
+        obj->~T();
+        std::memset(storage, 0xA5, sizeof storage);
+        destroyed.store(true, std::memory_order_release);
+      }).detach();
+      while (obj->waiting() < 1) yield();  // the destroyer is first in the wait list
+      WaitGroup back;
+      back.add(others);
+      for (int i = 0; i < others; ++i) {
+        spawn([&] {
+          wait(*obj);  // returns without touching *obj again
+          back.done();
+        }).detach();
+      }
+      while (obj->waiting() < static_cast<std::size_t>(others) + 1) yield();
+      signal(*obj);
+      back.wait();
+      while (!destroyed.load(std::memory_order_acquire)) yield();
+    }
+  });
+}
+
+TEST(SyncLifetime, WaitGroupMayBeDestroyedRightAfterWait) {
+  struct OneToDo : WaitGroup {
+    OneToDo() { add(1); }
+  };
+  destroy_right_after_wake<OneToDo>(
+      32, [](OneToDo& wg) { wg.done(); }, [](OneToDo& wg) { wg.wait(); });
+}
+
+TEST(SyncLifetime, LatchMayBeDestroyedRightAfterWait) {
+  destroy_right_after_wake<Latch>(
+      32, [](Latch& l) { l.count_down(); }, [](Latch& l) { l.wait(); }, int64_t{1});
+}
+
+TEST(SyncLifetime, SemaphoreMayBeDestroyedRightAfterAcquire) {
+  // release(n) wakes up to 8 waiters after one lock (see Semaphore::release).
+  destroy_right_after_wake<Semaphore>(
+      7, [](Semaphore& s) { s.release(8); }, [](Semaphore& s) { s.acquire(); }, int64_t{0});
+}
+
+TEST(SyncLifetime, ChannelMayBeDestroyedRightAfterClose) {
+  destroy_right_after_wake<Channel<int>>(
+      32, [](Channel<int>& c) { c.close(); }, [](Channel<int>& c) { EXPECT_FALSE(c.recv()); },
+      std::size_t{1});
 }
 
 }  // namespace
