@@ -1,16 +1,34 @@
 // weft-load: an httperf-style open-loop load generator.
 //
-// This main parses and checks the command line, loads the workload files, and with --dry-run
-// prints the plan and the first sessions it would start. The network engine (on weft's fiber
-// runtime) is not built yet: without --dry-run, weft-load says so and exits with status 1.
-// Exit status: 0 done, 1 a file could not be used or the engine is missing, 2 usage error.
+// This main parses and checks the command line, loads the workload files, resolves the
+// server, and runs the engine once (or once per rate with --sweep), each run on a fresh
+// runtime. It prints httperf's text report on stdout (one per run), writes --json (one object;
+// an array of objects with --sweep) and appends --csv rows (one per run, under a header when
+// the file is new or empty). While a run goes on, a progress line is redrawn on stderr once a
+// second when stderr is a terminal; --quiet silences it and the text report. With --dry-run it
+// prints the plan and the first sessions it would start, and sends nothing.
+// Exit status: 0 done (whatever the errors counted), 1 a file could not be used or the engine
+// could not start, 2 usage error.
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
+#include <fstream>
+#include <mutex>
 #include <optional>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include <fmt/core.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include "loadgen/engine.hpp"
 #include "loadgen/options.hpp"
+#include "loadgen/report.hpp"
 #include "loadgen/schedule.hpp"
 #include "loadgen/workload.hpp"
 
@@ -49,6 +67,74 @@ void print_preview(const Options& o, const weft::load::UriSource& source) {
   }
 }
 
+// Raises the soft descriptor limit to the hard one (each open connection is a descriptor).
+void raise_fd_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+// Redraws one status line on stderr once a second while a run goes on.
+class ProgressLine {
+ public:
+  explicit ProgressLine(const weft::load::Engine& engine) : engine_(engine) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~ProgressLine() {
+    {
+      std::lock_guard g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+    if (drawn_) std::fputs("\r\x1b[K", stderr);  // leave a clean line for what follows
+  }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+ private:
+  void loop() {
+    std::unique_lock lock(mu_);
+    std::uint64_t last_replies = 0;
+    while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
+      const weft::load::Progress p = engine_.progress();
+      if (!p.running) continue;
+      fmt::print(stderr,
+                 "\r\x1b[Kweft-load: {:.0f} s: {} sessions, {} replies ({}/s), {} errors, "
+                 "{} open, lag max {:.3f} ms",
+                 p.elapsed_s, p.sessions, p.replies, p.replies - last_replies, p.errors, p.open,
+                 p.lag_max_ms);
+      std::fflush(stderr);
+      last_replies = p.replies;
+      drawn_ = true;
+    }
+  }
+
+  const weft::load::Engine& engine_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool drawn_ = false;
+  std::thread thread_;
+};
+
+bool write_file(const std::string& path, const std::string& text, bool append) {
+  std::ofstream f(path, append ? std::ios::app : std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) {
+    fmt::print(stderr, "weft-load: cannot write {}\n", path);
+    return false;
+  }
+  return true;
+}
+
+bool file_is_empty(const std::string& path) {
+  std::ifstream f(path, std::ios::ate);
+  return !f || f.tellg() <= 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,6 +145,11 @@ int main(int argc, char** argv) {
   }
   for (const auto& w : parsed.warnings) fmt::print(stderr, "weft-load: warning: {}\n", w);
   const Options& o = *parsed.options;
+  // The runtime logs through spdlog; stdout carries the report, so its messages go to stderr.
+  auto logger = spdlog::stderr_logger_mt("weft-load");
+  logger->set_pattern("weft-load: %v");
+  logger->set_level(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
 
   std::unique_ptr<weft::load::UriSource> source;
   try {
@@ -75,7 +166,67 @@ int main(int argc, char** argv) {
     print_preview(o, *source);
     return 0;
   }
-  fmt::print(stderr,
-             "weft-load: the network engine is not built yet; use --dry-run to check a plan\n");
-  return 1;
+
+  raise_fd_limit();
+  std::string error;
+  auto target = weft::load::resolve_target(o.server, o.port, error);
+  if (!target) {
+    fmt::print(stderr, "weft-load: {}\n", error);
+    return 1;
+  }
+  weft::load::Engine engine(o, *source, std::move(*target));
+  const bool sweep = !o.sweep_rates.empty();
+  std::vector<std::optional<double>> rates;
+  if (sweep) {
+    for (double r : o.sweep_rates) rates.emplace_back(r);
+  } else {
+    rates.emplace_back(std::nullopt);
+  }
+  const bool show_progress = !o.quiet && isatty(STDERR_FILENO) == 1;
+  const bool sessions = o.workload.kind == weft::load::WorkloadSpec::Kind::kSessionLog;
+  std::string json = sweep ? "[" : "";
+  std::string csv;
+  if (!o.csv_file.empty() && file_is_empty(o.csv_file)) csv = weft::load::csv_header();
+
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    const weft::load::Period period =
+        rates[i] ? weft::load::Period::from_rate(*rates[i]) : o.period;
+    weft::load::RunResult result;
+    try {
+      std::optional<ProgressLine> progress;
+      if (show_progress) progress.emplace(engine);
+      result = engine.run(period);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "weft-load: {}\n", e.what());
+      return 1;
+    }
+    if (!result.first_other.empty()) {
+      fmt::print(stderr, "weft-load: the first error counted as 'other': {}\n", result.first_other);
+    }
+    weft::load::ReportContext context;
+    context.command_line = weft::load::httperf_command_line(o, rates[i]);
+    context.sessions = sessions;
+    context.warmup_s = o.warmup_s;
+    context.offered_rate = period.rate();
+    if (!o.quiet) {
+      if (i > 0) fmt::print("\n");
+      fmt::print("{}", weft::load::format_text_report(result.stats, context));
+      std::fflush(stdout);
+    }
+    if (!o.json_file.empty()) {
+      std::string obj = weft::load::format_json_report(result.stats, context);
+      if (sweep) {
+        obj.pop_back();  // the newline; the array gets its own
+        json += (i > 0 ? ",\n" : "\n") + obj;
+      } else {
+        json += obj;
+      }
+    }
+    if (!o.csv_file.empty()) csv += weft::load::format_csv_row(result.stats, context);
+  }
+  if (sweep) json += "\n]\n";
+  bool ok = true;
+  if (!o.json_file.empty()) ok = write_file(o.json_file, json, false) && ok;
+  if (!o.csv_file.empty()) ok = write_file(o.csv_file, csv, true) && ok;
+  return ok ? 0 : 1;
 }

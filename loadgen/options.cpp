@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -54,7 +55,7 @@ struct Raw {
   std::optional<std::string> uri;
   std::optional<double> rate;
   std::optional<std::string> period;
-  std::optional<std::uint32_t> num_calls;
+  std::optional<std::string> num_calls;  // "N" or "MIN..MAX"
   std::optional<std::string> wlog;
   std::optional<std::string> wsesslog;
   std::optional<double> zipf;
@@ -65,6 +66,7 @@ struct Raw {
   std::optional<std::string> max_conns;
   std::optional<std::string> seed;
   std::optional<double> warmup;
+  std::optional<std::string> backend;
 };
 
 // Checks the combination and fills `o`; returns an error message, or nullopt when all is well.
@@ -97,8 +99,15 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
                                 : "--files needs --zipf S (use --zipf 0 for uniform popularity)"};
   }
   if (raw.num_calls) {
-    if (*raw.num_calls == 0) return std::string{"--num-calls must be at least 1"};
-    w.num_calls = *raw.num_calls;
+    std::string error;
+    auto calls = parse_num_calls(*raw.num_calls, error);
+    if (!calls) return error;
+    w.num_calls = *calls;
+    if (!calls->fixed() && (raw.wlog || raw.wsesslog)) {
+      return std::string{
+          "--num-calls MIN..MAX works with --uri and --zipf; --wlog takes URIs in "
+          "order and --wsesslog sets its own sessions"};
+    }
   }
   if (raw.uri) {
     if (!is_request_target(*raw.uri)) {
@@ -184,6 +193,17 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
   if (o.warmup_s > 0.0 && o.duration_s && o.warmup_s >= *o.duration_s) {
     return fmt::format("--warmup {} must be shorter than --duration {}", o.warmup_s, *o.duration_s);
   }
+  if (raw.backend) {
+    if (*raw.backend == "auto") {
+      o.backend = Backend::kAuto;
+    } else if (*raw.backend == "io_uring") {
+      o.backend = Backend::kIoUring;
+    } else if (*raw.backend == "epoll") {
+      o.backend = Backend::kEpoll;
+    } else {
+      return fmt::format("--backend {}: expected auto, io_uring or epoll", *raw.backend);
+    }
+  }
   if (o.threads < 1 || o.threads > 1024) {
     return fmt::format("--threads {}: must be between 1 and 1024", o.threads);
   }
@@ -204,6 +224,24 @@ std::optional<std::uint64_t> Options::max_sessions() const {
   if (num_conns) return *num_conns;
   if (duration_s) return std::nullopt;
   return 1;  // httperf's default --num-conns
+}
+
+std::optional<CallCount> parse_num_calls(const std::string& text, std::string& error) {
+  const std::size_t dots = text.find("..");
+  const std::string_view v{text};
+  const auto lo = parse_count(dots == std::string::npos ? v : v.substr(0, dots));
+  const auto hi = dots == std::string::npos ? lo : parse_count(v.substr(dots + 2));
+  if (!lo || !hi) {
+    error = fmt::format("--num-calls {}: expected N or MIN..MAX (whole numbers)", text);
+    return std::nullopt;
+  }
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint32_t>::max();
+  if (*lo == 0 || *hi < *lo || *hi > kMax) {
+    error = *lo == 0 ? std::string{"--num-calls must be at least 1"}
+                     : fmt::format("--num-calls {}: need 1 <= MIN <= MAX <= {}", text, kMax);
+    return std::nullopt;
+  }
+  return CallCount{static_cast<std::uint32_t>(*lo), static_cast<std::uint32_t>(*hi)};
 }
 
 std::optional<std::vector<double>> parse_sweep(const std::string& text, std::string& error) {
@@ -251,7 +289,8 @@ OptionsParse parse_options(int argc, const char* const* argv) {
   app.add_option("--period", raw.period,
                  "[d|u|e]T1[,T2]: fixed, uniform [T1,T2) or exponential (Poisson) gaps, seconds");
   app.add_option("--num-conns", raw.num_conns, "sessions (connections) to start (default 1)");
-  app.add_option("--num-calls", raw.num_calls, "calls per connection, kept alive (default 1)");
+  app.add_option("--num-calls", raw.num_calls,
+                 "calls per connection, kept alive (default 1); MIN..MAX: drawn per session");
   app.add_option("--timeout", o.timeout_s, "seconds without progress before a call fails");
   app.add_option("--wlog", raw.wlog, "B,FILE: URIs from FILE (NUL-separated); B=y wraps around");
   app.add_option("--wsesslog", raw.wsesslog,
@@ -265,10 +304,11 @@ OptionsParse parse_options(int argc, const char* const* argv) {
   app.add_option("--seed", raw.seed, "seed of every random choice (default 1)");
   app.add_option("--warmup", raw.warmup, "seconds at the start left out of every figure");
   app.add_option("--threads", o.threads, "engine threads (processors)")->capture_default_str();
+  app.add_option("--backend", raw.backend, "I/O backend: auto (default), io_uring or epoll");
   app.add_option("--max-conns", raw.max_conns, "cap on open connections (default 0: none)");
   app.add_option("--json", o.json_file, "write the JSON report to FILE");
   app.add_option("--csv", o.csv_file, "append CSV rows (one per rate) to FILE");
-  app.add_flag("--quiet", o.quiet, "print no text report");
+  app.add_flag("--quiet", o.quiet, "print no text report and no progress line");
   app.add_option("--sweep", raw.sweep, "FROM:TO:STEP: one run per rate, sessions per second");
   app.add_flag("--dry-run", o.dry_run, "print the plan and exit without sending anything");
 
@@ -315,7 +355,7 @@ std::string httperf_command_line(const Options& o, std::optional<double> rate) {
                         w.sesslog_file);
   } else {
     if (o.num_conns) line += fmt::format(" --num-conns={}", *o.num_conns);
-    line += fmt::format(" --num-calls={}", w.num_calls);
+    line += fmt::format(" --num-calls={}", w.num_calls.to_string());
   }
   // weft-load's own options, after httperf's.
   if (w.kind == WorkloadSpec::Kind::kZipf) {
@@ -325,6 +365,8 @@ std::string httperf_command_line(const Options& o, std::optional<double> rate) {
   if (o.warmup_s > 0.0) line += fmt::format(" --warmup={}", o.warmup_s);
   line += fmt::format(" --seed={}", w.seed);
   if (o.threads != 1) line += fmt::format(" --threads={}", o.threads);
+  if (o.backend == Backend::kIoUring) line += " --backend=io_uring";
+  if (o.backend == Backend::kEpoll) line += " --backend=epoll";
   if (o.max_conns != 0) line += fmt::format(" --max-conns={}", o.max_conns);
   return line;
 }
@@ -335,16 +377,17 @@ std::string describe_plan(const Options& o) {
   out += fmt::format("server:    {}:{}\n", o.server, o.port);
   switch (w.kind) {
     case WorkloadSpec::Kind::kUri:
-      out +=
-          fmt::format("workload:  {} {}, {} call(s) per session\n", w.method, w.uri, w.num_calls);
+      out += fmt::format("workload:  {} {}, {} call(s) per session\n", w.method, w.uri,
+                         w.num_calls.to_string());
       break;
     case WorkloadSpec::Kind::kZipf:
       out += fmt::format("workload:  {} files of {}, Zipf s={}, {} call(s) per session\n", w.method,
-                         w.files, w.zipf_s, w.num_calls);
+                         w.files, w.zipf_s, w.num_calls.to_string());
       break;
     case WorkloadSpec::Kind::kWlog:
       out += fmt::format("workload:  {} URIs of {} ({}), {} call(s) per session\n", w.method,
-                         w.wlog_file, w.wlog_loop ? "wrapping around" : "once", w.num_calls);
+                         w.wlog_file, w.wlog_loop ? "wrapping around" : "once",
+                         w.num_calls.to_string());
       break;
     case WorkloadSpec::Kind::kSessionLog:
       out += fmt::format("workload:  {} sessions from {}, default think time {} s\n",
@@ -378,6 +421,9 @@ std::string describe_plan(const Options& o) {
   if (o.warmup_s > 0.0) out += fmt::format("warmup:    {} s, not measured\n", o.warmup_s);
   out += fmt::format("timeout:   {}\n", o.timeout_s ? fmt::format("{} s", *o.timeout_s) : "none");
   out += fmt::format("threads:   {}\n", o.threads);
+  out += fmt::format("backend:   {}\n", o.backend == Backend::kIoUring ? "io_uring"
+                                        : o.backend == Backend::kEpoll ? "epoll"
+                                                                       : "auto");
   out += fmt::format("max-conns: {}\n", o.max_conns ? fmt::format("{}", o.max_conns) : "no cap");
   out += fmt::format("seed:      {}\n", w.seed);
   if (!o.json_file.empty()) out += fmt::format("json:      {}\n", o.json_file);

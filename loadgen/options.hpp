@@ -4,7 +4,8 @@
 // ([d|u|e]T1[,T2]), --num-conns, --num-calls, --timeout, --wlog B,FILE, --wsesslog N,X,FILE,
 // --hog (accepted and ignored: it asks httperf to use any local port, which weft-load does
 // anyway). weft-load's: --zipf S with --files MANIFEST, --duration, --seed, --warmup,
-// --threads, --max-conns, --json, --csv, --quiet, --sweep FROM:TO:STEP, --dry-run.
+// --threads, --backend, --max-conns, --json, --csv, --quiet, --sweep FROM:TO:STEP, --dry-run,
+// and one extension of httperf's --num-calls: MIN..MAX.
 //
 // Decisions the options encode (and --help repeats):
 //   - One workload per run: --uri (the default, "/"), --wlog, --wsesslog, or --zipf with
@@ -14,6 +15,10 @@
 //     given), at --duration seconds of scheduling, or when the workload runs out, whichever
 //     comes first. --warmup seconds at the start count towards --duration but not in any
 //     figure; --warmup must be shorter than --duration.
+//   - --num-calls MIN..MAX gives each session its own count, drawn uniformly in [MIN, MAX]
+//     from the seed and the session's index (httperf's sessions of 1..N requests over fresh
+//     connections; httperf itself can only fix the count per run, or replay a --wsesslog).
+//     With --uri and --zipf only: --wlog hands out URIs in order, --wsesslog has its own.
 //   - --rate 0 / --period 0 is httperf's sequential mode (a session starts when the previous
 //     one ends): it needs --threads 1.
 //   - --max-conns N caps open connections. A session due while N are open is not delayed,
@@ -35,6 +40,13 @@
 
 namespace weft::load {
 
+/// The I/O backend the engine asks weft's runtime for (--backend).
+enum class Backend : std::uint8_t {
+  kAuto,     // io_uring, or epoll when io_uring is unavailable
+  kIoUring,  // io_uring or fail
+  kEpoll,
+};
+
 struct Options {
   std::string server = "localhost";
   std::uint16_t port = 80;
@@ -45,11 +57,12 @@ struct Options {
   std::optional<double> timeout_s;         // --timeout; none: wait forever, as httperf
   double warmup_s = 0.0;                   // --warmup
   unsigned threads = 1;                    // --threads
+  Backend backend = Backend::kAuto;        // --backend
   std::uint64_t max_conns = 0;             // --max-conns; 0: no cap
   std::string json_file;                   // --json; empty: none
   std::string csv_file;                    // --csv; empty: none
   std::vector<double> sweep_rates;         // --sweep, expanded; empty: one run at `period`
-  bool quiet = false;                      // --quiet: no text report on stdout
+  bool quiet = false;                      // --quiet: no text report, no progress line
   bool hog = false;                        // --hog: accepted for compatibility, no effect
   bool dry_run = false;                    // --dry-run: print the plan, run nothing
 
@@ -69,6 +82,10 @@ struct OptionsParse {
 /// Parses and checks weft-load's command line; --help, --version and usage errors come back
 /// as output with exit code 0 or 2.
 OptionsParse parse_options(int argc, const char* const* argv);
+
+/// Parses --num-calls "N" (every session makes N calls) or "MIN..MAX" (each session draws its
+/// count uniformly in [MIN, MAX]); on failure returns nullopt and sets `error`.
+std::optional<CallCount> parse_num_calls(const std::string& text, std::string& error);
 
 /// Parses --sweep "FROM:TO:STEP" into the list of rates FROM, FROM+STEP, ... <= TO; on failure
 /// returns nullopt and sets `error`.

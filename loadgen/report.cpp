@@ -275,6 +275,7 @@ std::vector<Column> csv_columns(const Stats& s, const ReportContext& c) {
   }
   num("lag_max_ms", f.lag_max_ms);
   num("lag_mean_ms", f.lag_mean_ms);
+  count("late_sessions", s.sessions_late);
   num("net_io_kb_per_s", f.net_kb_per_s);
   num("cpu_total_pct", f.cpu_total_pct);
   return cols;
@@ -356,6 +357,12 @@ std::string format_text_report(const Stats& s, const ReportContext& c) {
                      err(s, ErrorClass::kBadLength));
   out += fmt::format("Schedule lag [ms]: max {:.3f} mean {:.3f} ({} sessions)\n", f.lag_max_ms,
                      f.lag_mean_ms, s.schedule_lag_ns.count);
+  if (s.sessions_late > 0) {
+    out += fmt::format(
+        "Behind schedule: {} of {} sessions started more than {:.3f} ms late (max {:.3f} ms); "
+        "latency from schedule includes the lag\n",
+        s.sessions_late, s.schedule_lag_ns.count, ms(kLateSessionNs), f.lag_max_ms);
+  }
   if (c.warmup_s > 0.0) {
     out += fmt::format("Warmup [s]: {:.3f} (excluded from every figure above)\n", c.warmup_s);
   }
@@ -457,6 +464,9 @@ std::string format_json_report(const Stats& s, const ReportContext& c) {
   j.key("max").value(f.lag_max_ms);
   j.key("mean").value(f.lag_mean_ms);
   j.key("sessions").value(s.schedule_lag_ns.count);
+  j.key("late_sessions").value(s.sessions_late);
+  j.key("late_threshold_ms").value(ms(kLateSessionNs));
+  j.key("behind_schedule").value(s.sessions_late > 0);
   j.close_object();
 
   j.key("sessions").open_object();

@@ -10,6 +10,8 @@
 //   Latency from send [ms]: p50 X p90 X p99 X p99.9 X max X (N replies)
 //   HTTP errors: http-4xx N http-5xx N bad-length N
 //   Schedule lag [ms]: max X mean X (N sessions)
+//   Behind schedule: N of M sessions started more than X ms late (max X ms); ...
+//                                                  (only when a session started that late)
 //   Warmup [s]: X (excluded from every figure above)        (only with --warmup)
 //
 // Figures follow httperf's definitions (rates over test-duration; "Connection time" over

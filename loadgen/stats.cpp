@@ -95,6 +95,7 @@ void Stats::record_session_started(double at_s, std::uint64_t lag_ns) {
   ++sessions_started;
   ++second(at_s).sessions;
   schedule_lag_ns.record(static_cast<double>(lag_ns));
+  if (lag_ns > kLateSessionNs) ++sessions_late;
 }
 
 void Stats::record_connection_started(double at_s, std::uint64_t open_now) {
@@ -205,6 +206,7 @@ void Stats::merge(const Stats& o) {
   bytes_received += o.bytes_received;
   errors.merge(o.errors);
   schedule_lag_ns.merge(o.schedule_lag_ns);
+  sessions_late += o.sessions_late;
   sessions_started += o.sessions_started;
   sessions_completed += o.sessions_completed;
   sessions_failed += o.sessions_failed;

@@ -115,7 +115,8 @@ struct Stats {
   std::uint64_t bytes_received = 0;
 
   ErrorCounts errors;
-  RunningStat schedule_lag_ns;  // how late each session started against its due time
+  RunningStat schedule_lag_ns;      // how late each session started against its due time
+  std::uint64_t sessions_late = 0;  // sessions that started more than kLateSessionNs late
 
   // Sessions (session workloads report them; httperf's "Session ..." lines).
   std::uint64_t sessions_started = 0;
@@ -134,7 +135,8 @@ struct Stats {
   /// times count in second 0 and times past kMaxTimelineSeconds in the last second.
   TimelineSecond& second(double at_s);
 
-  /// Counts a session started at `at_s`, `lag_ns` after its due time.
+  /// Counts a session started at `at_s`, `lag_ns` after its due time (late past
+  /// kLateSessionNs).
   void record_session_started(double at_s, std::uint64_t lag_ns);
   /// Counts a connection initiated at `at_s`, with `open_now` connections open counting it.
   void record_connection_started(double at_s, std::uint64_t open_now);
@@ -169,6 +171,12 @@ struct Stats {
   /// Adds everything `other` recorded to this one (see the header comment for maxima).
   void merge(const Stats& other);
 };
+
+/// A session that starts more than this after its due time is late: the generator fell behind
+/// its own schedule, and the report says so. Picked: well above the timer and wake-up jitter
+/// of an idle generator (tens of microseconds on the development VMs) and below any latency
+/// worth measuring; to be measured.
+inline constexpr std::uint64_t kLateSessionNs = 1'000'000;
 
 /// The longest timeline kept, in seconds (a week); later times fold into the last second.
 inline constexpr std::size_t kMaxTimelineSeconds = 7 * 24 * 3600;

@@ -32,8 +32,8 @@ std::string format_bytes(std::uint64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-std::string calls_text(std::uint32_t n) {
-  return n == 1 ? "1 call" : fmt::format("{} calls", n);
+std::string calls_text(CallCount n) {
+  return n == CallCount{1} ? "1 call" : fmt::format("{} calls", n.to_string());
 }
 
 constexpr std::array<std::string_view, 7> kMethods = {"DELETE", "GET", "HEAD", "OPTIONS",
@@ -41,14 +41,28 @@ constexpr std::array<std::string_view, 7> kMethods = {"DELETE", "GET", "HEAD", "
 
 }  // namespace
 
+// ---- --num-calls --------------------------------------------------------------------------
+
+std::uint32_t CallCount::of_session(std::uint64_t seed, std::uint64_t index) const {
+  if (fixed()) return min;
+  Rng rng = Rng::for_stream(seed, kCallsStream, index);
+  return min + static_cast<std::uint32_t>(rng.below(std::uint64_t{max} - min + 1));
+}
+
+std::string CallCount::to_string() const {
+  return fixed() ? fmt::format("{}", min) : fmt::format("{}..{}", min, max);
+}
+
 // ---- --uri ----------------------------------------------------------------------------------
 
-FixedUriSource::FixedUriSource(std::string uri, std::string method, std::uint32_t num_calls)
-    : uri_(std::move(uri)), method_(std::move(method)), num_calls_(num_calls) {}
+FixedUriSource::FixedUriSource(std::string uri, std::string method, CallCount num_calls,
+                               std::uint64_t seed)
+    : uri_(std::move(uri)), method_(std::move(method)), num_calls_(num_calls), seed_(seed) {}
 
-bool FixedUriSource::plan_session(std::uint64_t /*index*/, SessionPlan& plan) const {
+bool FixedUriSource::plan_session(std::uint64_t index, SessionPlan& plan) const {
   plan.clear();
-  for (std::uint32_t j = 0; j < num_calls_; ++j) {
+  const std::uint32_t calls = num_calls_.of_session(seed_, index);
+  for (std::uint32_t j = 0; j < calls; ++j) {
     plan.calls.push_back(Call{method_, uri_, {}, std::nullopt});
     plan.bursts.push_back(Burst{j, 1, 0.0});
   }
@@ -62,7 +76,7 @@ std::string FixedUriSource::describe() const {
 // ---- --zipf --files ---------------------------------------------------------------------------
 
 ZipfUriSource::ZipfUriSource(Manifest manifest, double s, std::uint64_t seed, std::string method,
-                             std::uint32_t num_calls, std::string name)
+                             CallCount num_calls, std::string name)
     : manifest_(std::move(manifest)),
       sampler_(manifest_.entries.size(), s),
       seed_(seed),
@@ -73,7 +87,8 @@ ZipfUriSource::ZipfUriSource(Manifest manifest, double s, std::uint64_t seed, st
 bool ZipfUriSource::plan_session(std::uint64_t index, SessionPlan& plan) const {
   plan.clear();
   Rng rng = Rng::for_stream(seed_, kZipfStream, index);
-  for (std::uint32_t j = 0; j < num_calls_; ++j) {
+  const std::uint32_t calls = num_calls_.of_session(seed_, index);
+  for (std::uint32_t j = 0; j < calls; ++j) {
     const ManifestEntry& e = manifest_.entries[sampler_.sample(rng) - 1];
     plan.calls.push_back(Call{method_, e.path, {}, e.size});
     plan.bursts.push_back(Burst{j, 1, 0.0});
@@ -329,13 +344,15 @@ std::unique_ptr<UriSource> make_uri_source(const WorkloadSpec& spec) {
   };
   switch (spec.kind) {
     case WorkloadSpec::Kind::kUri:
-      return std::make_unique<FixedUriSource>(spec.uri, spec.method, spec.num_calls);
+      return std::make_unique<FixedUriSource>(spec.uri, spec.method, spec.num_calls, spec.seed);
     case WorkloadSpec::Kind::kZipf:
       return std::make_unique<ZipfUriSource>(load_manifest(spec.files), spec.zipf_s, spec.seed,
                                              spec.method, spec.num_calls, spec.files);
     case WorkloadSpec::Kind::kWlog:
+      // Calls take the log's URIs in order, so the count is fixed (options refuse a range).
+      if (!spec.num_calls.fixed()) throw WorkloadError("--wlog needs a fixed --num-calls");
       return std::make_unique<WlogUriSource>(parse_wlog(read(spec.wlog_file), spec.wlog_file),
-                                             spec.wlog_loop, spec.method, spec.num_calls,
+                                             spec.wlog_loop, spec.method, spec.num_calls.min,
                                              spec.wlog_file);
     case WorkloadSpec::Kind::kSessionLog:
       return std::make_unique<SessionLogSource>(

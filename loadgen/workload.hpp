@@ -40,6 +40,33 @@ class WorkloadError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Calls per session of the request-oriented workloads (--uri, --zipf, --wlog): a fixed count
+/// (httperf's --num-calls N), or, for --uri and --zipf, a count drawn for each session uniformly
+/// in [min, max] (weft-load's --num-calls MIN..MAX: httperf-style sessions of 1..N requests).
+struct CallCount {
+  std::uint32_t min = 1;
+  std::uint32_t max = 1;
+
+  /// A fixed count of `n` calls; implicit, so a plain number reads as a count.
+  constexpr CallCount(std::uint32_t n = 1)
+      : min(n), max(n) {}  // NOLINT(google-explicit-constructor)
+  /// A count uniform in [lo, hi], lo <= hi.
+  constexpr CallCount(std::uint32_t lo, std::uint32_t hi) : min(lo), max(hi) {}
+
+  /// Returns true when every session makes the same number of calls.
+  constexpr bool fixed() const { return min == max; }
+
+  /// Returns the calls of session `index`: `min` when fixed, else a uniform draw from Rng
+  /// stream kCallsStream of `seed`, item `index`. The stream is apart from the Zipf draws', so
+  /// a session's first k URIs do not depend on how many calls it makes.
+  std::uint32_t of_session(std::uint64_t seed, std::uint64_t index) const;
+
+  /// Returns "N" or "MIN..MAX", as --num-calls takes it.
+  std::string to_string() const;
+
+  friend bool operator==(const CallCount&, const CallCount&) = default;
+};
+
 /// One request of a session.
 struct Call {
   std::string_view method;  // "GET", "HEAD", "POST", ...
@@ -86,8 +113,8 @@ class UriSource {
 /// Every call of every session asks for the same URI.
 class FixedUriSource final : public UriSource {
  public:
-  /// Sessions of `num_calls` calls (>= 1) of `method` for `uri`.
-  FixedUriSource(std::string uri, std::string method, std::uint32_t num_calls);
+  /// Sessions of `num_calls` calls (>= 1) of `method` for `uri`; a drawn count uses `seed`.
+  FixedUriSource(std::string uri, std::string method, CallCount num_calls, std::uint64_t seed = 1);
   bool plan_session(std::uint64_t index, SessionPlan& plan) const override;
   std::optional<std::uint64_t> session_limit() const override { return std::nullopt; }
   std::string describe() const override;
@@ -95,16 +122,18 @@ class FixedUriSource final : public UriSource {
  private:
   std::string uri_;
   std::string method_;
-  std::uint32_t num_calls_;
+  CallCount num_calls_;
+  std::uint64_t seed_;
 };
 
 /// Every call asks for a manifest file whose rank is drawn from Zipf(s).
 class ZipfUriSource final : public UriSource {
  public:
   /// Sessions of `num_calls` calls of `method`; draws for session i use Rng stream kZipfStream
-  /// of `seed`, item i. `name` names the manifest in describe().
+  /// of `seed`, item i (and kCallsStream for a drawn count). `name` names the manifest in
+  /// describe().
   ZipfUriSource(Manifest manifest, double s, std::uint64_t seed, std::string method,
-                std::uint32_t num_calls, std::string name = "manifest");
+                CallCount num_calls, std::string name = "manifest");
   bool plan_session(std::uint64_t index, SessionPlan& plan) const override;
   std::optional<std::uint64_t> session_limit() const override { return std::nullopt; }
   std::string describe() const override;
@@ -117,7 +146,7 @@ class ZipfUriSource final : public UriSource {
   ZipfSampler sampler_;
   std::uint64_t seed_;
   std::string method_;
-  std::uint32_t num_calls_;
+  CallCount num_calls_;
   std::string name_;
 };
 
@@ -209,7 +238,7 @@ struct WorkloadSpec {
   enum class Kind : std::uint8_t { kUri, kZipf, kWlog, kSessionLog };
   Kind kind = Kind::kUri;
   std::string method = "GET";
-  std::uint32_t num_calls = 1;  // calls per session (not for session logs)
+  CallCount num_calls;  // calls per session (not for session logs; a range only for kUri, kZipf)
   std::uint64_t seed = 1;
   std::string uri = "/";               // kUri
   double zipf_s = 1.0;                 // kZipf
@@ -229,5 +258,7 @@ std::unique_ptr<UriSource> make_uri_source(const WorkloadSpec& spec);
 
 /// The Rng stream of the seed that Zipf draws use (schedules use kScheduleStream).
 inline constexpr std::uint64_t kZipfStream = 2;
+/// The Rng stream of the seed that drawn call counts (CallCount) use.
+inline constexpr std::uint64_t kCallsStream = 3;
 
 }  // namespace weft::load

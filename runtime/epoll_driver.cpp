@@ -90,7 +90,7 @@ class EpollDriver final : public IoDriver {
           return 0;
         }
         if (errno != EINPROGRESS && errno != EAGAIN) return -errno;
-        int64_t w = wait_ready(r.fd, POLLOUT, r.deadline, r.token);
+        int64_t w = current()->wait_ready(r.fd, POLLOUT, r.deadline, r.token);
         if (w < 0) return w;
         int err = 0;
         socklen_t len = sizeof err;
@@ -142,6 +142,12 @@ class EpollDriver final : public IoDriver {
   }
 
  private:
+  // The epoll driver of the processor the calling fiber runs on now: a wait registers in
+  // that processor's wait table, which only its owner thread touches.
+  static EpollDriver* current() {
+    return static_cast<EpollDriver*>(Processor::current()->io_driver());
+  }
+
   struct Slot {
     ReadyWait* wait = nullptr;
     uint32_t gen = 0;
@@ -157,7 +163,7 @@ class EpollDriver final : public IoDriver {
       if (n >= 0) return n;
       if (errno == EINTR) continue;
       if (errno != EAGAIN) return -errno;
-      int64_t w = wait_ready(fd, events, r.deadline, r.token);
+      int64_t w = current()->wait_ready(fd, events, r.deadline, r.token);
       if (w < 0) return w;
     }
   }
@@ -174,8 +180,8 @@ class EpollDriver final : public IoDriver {
       if (errno == EINTR) continue;
       if (errno != EAGAIN) return -errno;
       // Either the destination is full or a source pipe is empty: wait on each in turn.
-      int64_t w = wait_in ? wait_ready(r.fd, POLLIN, r.deadline, r.token)
-                          : wait_ready(r.fd_out, POLLOUT, r.deadline, r.token);
+      int64_t w = wait_in ? current()->wait_ready(r.fd, POLLIN, r.deadline, r.token)
+                          : current()->wait_ready(r.fd_out, POLLOUT, r.deadline, r.token);
       if (w < 0) return w;
       wait_in = !wait_in;
     }

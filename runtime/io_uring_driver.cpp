@@ -173,17 +173,38 @@ class IoUringDriver final : public IoDriver {
   }
 
   int64_t execute(IoRequest& req) override {
-    switch (req.op) {
-      case IoOpcode::sendfile:
-        return do_sendfile(req);
-      default:
-        break;
+    if (req.op == IoOpcode::sendfile) return do_sendfile(req);
+    // A non-blocking socket (or pipe) can still say -EAGAIN through io_uring: then wait
+    // until it is ready (a poll) and try again. Each phase parks the fiber, which may then
+    // resume on another processor: every phase goes to the ring of the processor the fiber
+    // is on when it starts (a ring takes submissions from its own thread only).
+    bool poll_phase = false;
+    while (true) {
+      int64_t res = current()->phase(req, poll_phase);
+      if (poll_phase) {
+        if (res < 0) return res;
+        if (req.op == IoOpcode::connect) return socket_error(req.fd);
+        poll_phase = false;
+        continue;
+      }
+      if (res == -EAGAIN || res == -EINTR || (req.op == IoOpcode::connect && res == -EINPROGRESS)) {
+        if (req.token && req.token->cancelled()) return -ECANCELED;
+        if (req.deadline != kNoDeadline && now() >= req.deadline) return -ETIMEDOUT;
+        poll_phase = true;
+        continue;
+      }
+      return res;
     }
+  }
+
+  // One submission of `req` (or of a readiness poll for it) on this processor's ring, and
+  // its completion. Deadlines live in this processor's timer heap (a few instructions to arm
+  // and disarm) rather than as linked timeouts: on this VM arming a kernel hrtimer per
+  // operation cost about a tenth of the server's time. On expiry the timer (which fires on
+  // this processor, the ring's owner) queues a cancel of the operation.
+  int64_t phase(const IoRequest& req, bool poll_phase) {
     IoWait w(this, req.token);
     if (!w.begin()) return -ECANCELED;
-    // Deadlines live in this processor's timer heap (a few instructions to arm and disarm)
-    // rather than as linked timeouts: on this VM arming a kernel hrtimer per operation cost
-    // about a tenth of the server's time. On expiry the timer queues a cancel of `w`.
     Deadline dl{this, &w};
     TimerEntry timer;
     bool armed = req.deadline != kNoDeadline;
@@ -197,29 +218,9 @@ class IoUringDriver final : public IoDriver {
       timer.arg = &dl;
       Processor::current()->timers().add(&timer);
     }
-    int64_t res = submit_and_wait(req, w, false);
-    // A non-blocking socket (or pipe) can still say -EAGAIN through io_uring: wait until
-    // it is ready, then try again.
-    while (res == -EAGAIN || res == -EINTR ||
-           (req.op == IoOpcode::connect && res == -EINPROGRESS)) {
-      if ((req.token && req.token->cancelled()) || dl.fired) {
-        res = -ECANCELED;
-        break;
-      }
-      rearm(&w);
-      int64_t p = submit_and_wait(req, w, true);
-      if (p < 0 || dl.fired) {
-        res = p < 0 ? p : -ECANCELED;
-        break;
-      }
-      if (req.op == IoOpcode::connect) {
-        res = socket_error(req.fd);
-        break;
-      }
-      rearm(&w);
-      res = submit_and_wait(req, w, false);
-    }
-    if (armed) TimerHeap::cancel(&timer);  // afterwards it cannot be firing
+    int64_t res = submit_and_wait(req, w, poll_phase);
+    // The fiber may run elsewhere now: both calls below are safe from any thread.
+    if (armed) TimerHeap::cancel(&timer);
     w.end();
     if (res == -ECANCELED && !(req.token && req.token->cancelled()) && dl.fired) {
       return -ETIMEDOUT;
@@ -258,6 +259,11 @@ class IoUringDriver final : public IoDriver {
   }
 
  private:
+  // The io_uring driver of the processor the calling fiber runs on now.
+  static IoUringDriver* current() {
+    return static_cast<IoUringDriver*>(Processor::current()->io_driver());
+  }
+
   struct Deadline {
     IoUringDriver* driver;
     IoWait* wait;

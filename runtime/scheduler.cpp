@@ -342,6 +342,7 @@ void Processor::park_idle() {
     int64_t next = timers_.earliest();
     if (next != TimerHeap::kNone) timeout = std::max<int64_t>(0, next - to_ns(now()));
     driver_->park(timeout);
+    round_time_ = now();  // coarse_now() must not stay at the time we went to sleep
   }
   std::lock_guard lock(rt_.idle_mu_);
   auto it = std::find(rt_.sleepers_.begin(), rt_.sleepers_.end(), this);

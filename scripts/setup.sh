@@ -1,24 +1,31 @@
 #!/usr/bin/env bash
 # Installs exactly the Debian packages weft's build, tests and benchmarks need.
 # Idempotent: when every package is already installed, apt is not touched at all.
-# Usage: scripts/setup.sh [--with-containers]
+# Usage: scripts/setup.sh [--with-containers | --build-only]
+#   --with-containers  also the container tools (podman, buildah, runc, debootstrap, ...)
+#   --build-only       only what building the weft binary needs (the Dockerfile's build stage)
 set -euo pipefail
 
-# Build: compiler, CMake, and the libraries weft links.
+# Build: compiler, CMake, and the libraries the weft binary links.
 BUILD_PKGS=(
   g++ cmake ninja-build pkg-config make
   liburing-dev          # io_uring (runtime/)
   node-llhttp           # llhttp C sources, built as a static library (server/)
   libspdlog-dev libfmt-dev
   libtomlplusplus-dev libcli11-dev
+)
+# Build of the test suite and benchmark programs, and the MIME fallback the tests see.
+TEST_BUILD_PKGS=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   libboost-fiber-dev libboost-context-dev   # runtime benchmarks' peer
   media-types           # /etc/mime.types fallback
 )
-# Tests: real clients and sanitizer/fuzzer runtimes.
+# Tests: real clients and sanitizer/fuzzer runtimes. clang with libclang-rt-14-dev builds the
+# libFuzzer targets (scripts/fuzz.sh); llvm-14 brings llvm-symbolizer, which clang's
+# sanitizers need to name the functions in a crash report.
 TEST_PKGS=(
-  curl python3 clang libclang-rt-14-dev procps iproute2
+  curl python3 python3-yaml clang libclang-rt-14-dev llvm-14 procps iproute2
 )
 # Benchmarks and comparisons: the peers and the clients that measure them.
 BENCH_PKGS=(
@@ -29,10 +36,14 @@ CONTAINER_PKGS=(
   podman buildah runc debootstrap uidmap slirp4netns fuse-overlayfs
 )
 
-want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${BENCH_PKGS[@]}")
-if [[ "${1:-}" == "--with-containers" ]]; then
-  want+=("${CONTAINER_PKGS[@]}")
-fi
+case "${1:-}" in
+  "") want=("${BUILD_PKGS[@]}" "${TEST_BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${BENCH_PKGS[@]}") ;;
+  --with-containers)
+    want=("${BUILD_PKGS[@]}" "${TEST_BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${BENCH_PKGS[@]}"
+          "${CONTAINER_PKGS[@]}") ;;
+  --build-only) want=("${BUILD_PKGS[@]}") ;;
+  *) echo "usage: scripts/setup.sh [--with-containers | --build-only]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${want[@]}"; do

@@ -4,12 +4,16 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <string>
+#include <vector>
 
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/io.hpp"
@@ -76,94 +80,156 @@ struct Connection::Reply {
   RangeResult range;
 };
 
-Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer)
-    : ctx_(ctx), fd_(fd), parser_(ctx.config) {
+Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, bool rejected)
+    : ctx_(ctx), fd_(fd), rejected_(rejected) {
   if (peer.ss_family == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, peer_, sizeof peer_);
   } else if (peer.ss_family == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr, peer_,
               sizeof peer_);
   }
+  ctx_.open_connections.fetch_add(1, std::memory_order_relaxed);
+  ctx_.connections.add(1);
   ctx_.enroll(this);
 }
 
 Connection::~Connection() {
   ctx_.withdraw(this);
-  for (auto& h : hold_) h.reset();
-  if (buf_) ctx_.pool().give_buffer(buf_);
+  release_work();
   if (fd_ >= 0) ::close(fd_);
+  ctx_.open_connections.fetch_sub(1, std::memory_order_relaxed);
+  if (ctx_.metrics && !rejected_) {
+    rt::Processor* p = rt::Processor::current();
+    ctx_.metrics->on_connection_close(p ? p->index() : 0);
+  }
+  ctx_.connections.done();
+}
+
+void Connection::start(Connection* c) {
+  if (c->run() == Outcome::closed) delete c;
+}
+
+void Connection::on_ready(void* arg, int result) {
+  auto* c = static_cast<Connection*>(arg);
+  c->idle_.store(false, std::memory_order_release);
+  // Timed out or cancelled (shutdown) while idle: close quietly.
+  if (result < 0 || c->ctx_.draining.load(std::memory_order_acquire)) {
+    delete c;
+    return;
+  }
+  start(c);
 }
 
 void Connection::drain() {
   if (idle_.load(std::memory_order_acquire)) token_.cancel();
 }
 
-rt::TimePoint Connection::send_deadline() const {
-  return rt::now() + ctx_.config.send_timeout;
+void Connection::acquire_work() {
+  if (!work_) work_ = ctx_.pool().take_work();
 }
 
-void Connection::run(bool reject) {
-  ResourcePool& pool = ctx_.pool();
-  buf_ = pool.take_buffer();
-  // The pooled buffer holds the read area and, after it, the output arena for heads.
-  arena_cap_ = 4096;
-  read_cap_ = pool.buffer_size() - arena_cap_;
-  arena_ = buf_ + read_cap_;
-  if (reject) {
+void Connection::release_work() {
+  if (!work_) return;
+  for (int i = 0; i < iov_count_; ++i) work_->hold[i].reset();
+  iov_count_ = 0;
+  arena_used_ = 0;
+  queued_bytes_ = 0;
+  ctx_.pool().give_work(std::exchange(work_, nullptr));
+}
+
+rt::TimePoint Connection::send_deadline() const {
+  return rt::coarse_now() + ctx_.config.send_timeout;
+}
+
+Connection::Outcome Connection::run() {
+  acquire_work();
+  if (rejected_) {
     respond_error(503, nullptr, true);
+    log_access(nullptr, 503, error_body(503).size(), rt::coarse_now());
     lingering_close();
-    return;
+    return Outcome::closed;
   }
   const Config& cfg = ctx_.config;
-  rt::TimePoint request_started{};
   while (true) {
-    ParseResult r = parser_.parse({buf_, have_});
+    ParseResult r = work_->parser.parse({work_->read_area(), have_});
     if (r.status == ParseStatus::need_more) {
       have_ = r.keep;
-      if (!flush()) return;
+      if (!flush()) return Outcome::closed;
       bool idle = have_ == 0;
-      if (idle && (ctx_.draining.load(std::memory_order_acquire) || closing_)) return;
-      rt::TimePoint deadline =
-          idle ? rt::now() + (requests_ == 0 ? cfg.header_timeout : cfg.keepalive_timeout)
-               : request_started + cfg.header_timeout;
-      idle_.store(idle, std::memory_order_release);
-      // Shutdown may have begun between the check and the store: look again.
-      if (idle && ctx_.draining.load(std::memory_order_acquire)) return;
-      int64_t n = io::recv(fd_, buf_ + have_, read_cap_ - have_, 0, deadline, &token_);
+      rt::TimePoint deadline;
+      if (idle) {
+        if (ctx_.draining.load(std::memory_order_acquire) || closing_) return Outcome::closed;
+        // A fresh connection waits for its first request for timeouts.header, a kept-alive
+        // one for its next for timeouts.keepalive; both counted from when the wait began.
+        if (idle_deadline_ == rt::TimePoint{}) {
+          idle_deadline_ =
+              rt::coarse_now() + (requests_ == 0 ? cfg.header_timeout : cfg.keepalive_timeout);
+        }
+        // Wait briefly with this fiber (a busy client's next request comes within
+        // milliseconds); past that, go idle without a fiber, stack or buffer.
+        deadline = std::min(idle_deadline_, rt::coarse_now() + kActiveWait);
+        idle_.store(true, std::memory_order_release);
+        // Shutdown may have begun between the check and the store: look again.
+        if (ctx_.draining.load(std::memory_order_acquire)) return Outcome::closed;
+      } else {
+        deadline = request_started_ + cfg.header_timeout;
+      }
+      int64_t n =
+          io::recv(fd_, work_->read_area() + have_, work_->read_cap - have_, 0, deadline, &token_);
       idle_.store(false, std::memory_order_release);
-      if (n == 0) return;  // the client closed
+      if (n == 0) return Outcome::closed;  // the client closed
       if (n < 0) {
+        if (n == -ETIMEDOUT && idle && rt::coarse_now() < idle_deadline_) return go_idle();
         if (n == -ETIMEDOUT && !idle) {
           respond_error(408, nullptr, true);
+          log_access(nullptr, 408, error_body(408).size(), request_started_);
           lingering_close();
         }
-        return;
+        return Outcome::closed;
       }
-      if (have_ == 0) request_started = rt::coarse_now();
+      if (have_ == 0) {
+        request_started_ = rt::coarse_now();
+        idle_deadline_ = {};
+      }
       have_ += static_cast<std::size_t>(n);
       continue;
     }
     if (r.status == ParseStatus::error) {
       spdlog::debug("{}: bad request ({}): {}", peer_, r.http_status, r.reason);
       respond_error(r.http_status, nullptr, true);
-      log_access(nullptr, r.http_status, 0, request_started);
+      log_access(nullptr, r.http_status, error_body(r.http_status).size(), request_started_);
       flush();
       lingering_close();
-      return;
+      return Outcome::closed;
     }
-    if (have_ == 0 || request_started == rt::TimePoint{}) request_started = rt::coarse_now();
-    bool keep = serve(parser_.request(), request_started);
-    std::size_t used = parser_.consumed();
-    if (used < have_) std::memmove(buf_, buf_ + used, have_ - used);
+    if (request_started_ == rt::TimePoint{}) request_started_ = rt::coarse_now();
+    bool keep = serve(work_->parser.request(), request_started_);
+    std::size_t used = work_->parser.consumed();
+    if (used < have_) std::memmove(work_->read_area(), work_->read_area() + used, have_ - used);
     have_ -= used;
-    request_started = have_ > 0 ? rt::coarse_now() : rt::TimePoint{};
+    request_started_ = have_ > 0 ? rt::coarse_now() : rt::TimePoint{};
     if (!keep) {
       flush();
       lingering_close();
-      return;
+      return Outcome::closed;
     }
-    if (have_ == 0 && !flush()) return;
+    if (have_ == 0 && !flush()) return Outcome::closed;
   }
+}
+
+Connection::Outcome Connection::go_idle() {
+  release_work();
+  idle_.store(true, std::memory_order_release);
+  if (ctx_.draining.load(std::memory_order_acquire)) return Outcome::closed;
+  // From here the connection belongs to the readiness wait: on_ready runs it again (or closes
+  // it) on a new fiber, possibly before this fiber has returned. Touch nothing after arming.
+  int rc =
+      io::when_ready(ready_, fd_, POLLIN, idle_deadline_, &token_, &Connection::on_ready, this);
+  if (rc < 0) {
+    idle_.store(false, std::memory_order_release);
+    return Outcome::closed;
+  }
+  return Outcome::idle;
 }
 
 void Connection::begin_head(HeadBuffer& h, int status, bool close, const Request* req) {
@@ -191,6 +257,87 @@ bool Connection::respond_error(int status, const Request* req, bool close, std::
   return queue(h.view(), head_only ? nullptr : body.data(), head_only ? 0 : body.size(), {});
 }
 
+bool Connection::respond_listing(const Request& req, bool close, uint64_t* sent) {
+  // Reads the directory with plain system calls on this processor: listings are off by
+  // default, and small directories read from the page cache take microseconds.
+  std::string rel = work_->path.size() > 1 ? work_->path.substr(1) : std::string(".");
+  int dfd = ::openat(ctx_.root_fd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0) return false;
+  DIR* dir = ::fdopendir(dfd);
+  if (!dir) {
+    ::close(dfd);
+    return false;
+  }
+  std::vector<std::pair<std::string, bool>> names;  // name, is a directory
+  while (dirent* d = ::readdir(dir)) {
+    std::string_view name = d->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    bool is_dir =
+        d->d_type == DT_DIR ||
+        (d->d_type == DT_UNKNOWN && ::fstatat(dfd, d->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode));
+    names.emplace_back(std::string(name), is_dir);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  auto html_escape = [](std::string_view in, std::string& out) {
+    for (char c : in) {
+      switch (c) {
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        default:
+          out += c;
+      }
+    }
+  };
+  std::string body = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of ";
+  html_escape(work_->path, body);
+  body += "</title></head>\n<body><h1>Index of ";
+  html_escape(work_->path, body);
+  body += "</h1><ul>\n<li><a href=\"../\">../</a></li>\n";
+  std::string href;
+  for (const auto& [name, is_dir] : names) {
+    href.clear();
+    encode_path(name, href);
+    body += "<li><a href=\"";
+    html_escape(href, body);
+    if (is_dir) body += '/';
+    body += "\">";
+    html_escape(name, body);
+    if (is_dir) body += '/';
+    body += "</a></li>\n";
+  }
+  body += "</ul></body></html>\n";
+  HeadBuffer h;
+  begin_head(h, 200, close, &req);
+  h.append("Content-Type: text/html\r\n");
+  h.field("Content-Length", body.size());
+  h.append("\r\n");
+  bool head_only = req.method() == Method::head;
+  if (ctx_.metrics) ctx_.metrics->on_request(rt::Processor::current()->index(), 200, body.size());
+  // The body is a local string: send it now rather than leave it queued.
+  bool ok = queue(h.view(), nullptr, 0, {}) && flush();
+  if (ok && !head_only) {
+    ok = io::send_all(fd_, body.data(), body.size(), 0, send_deadline(), &token_) >= 0;
+    if (!ok) closing_ = true;
+  }
+  *sent = ok && !head_only ? body.size() : (ok ? 0 : 1);
+  return ok;
+}
+
 bool Connection::serve(const Request& req, rt::TimePoint started) {
   const Config& cfg = ctx_.config;
   ++requests_;
@@ -201,10 +348,16 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
     log_access(&req, status, body, started);
     return ok && !close;
   };
+  // An error page; the access log counts its bytes, as NGINX's $body_bytes_sent does.
+  auto fail = [&](int status, std::string_view extra = {}) {
+    bool ok = respond_error(status, &req, close, extra);
+    uint64_t page = method == Method::head ? 0 : error_body(status).size();
+    return done(status, ok ? page : 0, ok);
+  };
 
   if (method == Method::other) {
     std::string extra = "Allow: " + std::string(kAllow) + "\r\n";
-    return done(405, 0, respond_error(405, &req, close, extra));
+    return fail(405, extra);
   }
   if (method == Method::options) {
     HeadBuffer h;
@@ -215,26 +368,31 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
     return done(200, 0, queue(h.view(), nullptr, 0, {}));
   }
 
-  TargetStatus ts = normalize_target(req.target(), path_);
+  TargetStatus ts = normalize_target(req.target(), work_->path);
   if (ts != TargetStatus::ok) {
     int status = http_status(ts);
-    return done(status, 0, respond_error(status, &req, close));
+    return fail(status);
   }
   unsigned shard = rt::Processor::current()->index();
-  FileRef file = ctx_.files->lookup(path_, shard);
+  FileRef file = ctx_.files->lookup(work_->path, shard);
+  if (!file->error && !file->directory && work_->path.back() == '/') {
+    // A trailing "/" names a directory (path.hpp), but the cache opens the name without it:
+    // answer a file there as open(2) would have, ENOTDIR, rather than serve it.
+    return fail(status_from_errno(ENOTDIR).status);
+  }
   if (file->directory) {
-    if (path_.back() != '/') {
-      scratch_.assign("Location: ");
-      encode_path(path_, scratch_);
-      scratch_.append("/");
-      scratch_.append(query_of(req.target()));
-      scratch_.append("\r\n");
-      return done(301, 0, respond_error(301, &req, close, scratch_));
+    if (work_->path.back() != '/') {
+      work_->scratch.assign("Location: ");
+      encode_path(work_->path, work_->scratch);
+      work_->scratch.append("/");
+      work_->scratch.append(query_of(req.target()));
+      work_->scratch.append("\r\n");
+      return fail(301, work_->scratch);
     }
     FileRef found;
     for (const std::string& index : cfg.index) {
-      scratch_.assign(path_).append(index);
-      FileRef candidate = ctx_.files->lookup(scratch_, shard);
+      work_->scratch.assign(work_->path).append(index);
+      FileRef candidate = ctx_.files->lookup(work_->scratch, shard);
       if (!candidate->error && !candidate->directory) {
         found = std::move(candidate);
         break;
@@ -244,14 +402,22 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
         break;
       }
     }
-    if (!found) return done(403, 0, respond_error(403, &req, close));
+    if (!found) {
+      if (!cfg.directory_listing) return fail(403);
+      uint64_t sent = 0;
+      bool ok = respond_listing(req, close, &sent);
+      if (!ok && sent == 0) return fail(403);  // unreadable directory
+      return done(200, sent, ok);
+    }
     file = std::move(found);
   }
   if (file->error) {
     ErrnoStatus es = status_from_errno(file->error);
-    spdlog::log(es.level, "{}: {} {}: {}", peer_, req.method_text(), path_,
+    // The path is decoded client input: quoted and escaped ("{:?}"), so that a "%0a" in it
+    // cannot start a forged line in the error log.
+    spdlog::log(es.level, "{}: {} {:?}: {}", peer_, req.method_text(), work_->path,
                 std::strerror(file->error));
-    return done(es.status, 0, respond_error(es.status, &req, close));
+    return fail(es.status);
   }
 
   Reply rep;
@@ -265,7 +431,7 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
       rep.not_modified = true;
       break;
     case Precondition::failed:
-      return done(412, 0, respond_error(412, &req, close));
+      return fail(412);
     case Precondition::proceed:
       break;
   }
@@ -275,10 +441,10 @@ bool Connection::serve(const Request& req, rt::TimePoint started) {
       rep.range = parse_range(*range, file->size);
       if (rep.range.kind == RangeResult::Kind::unsatisfiable) {
         ContentRangeBuffer cr;
-        scratch_.assign("Content-Range: ")
+        work_->scratch.assign("Content-Range: ")
             .append(format_content_range(rep.range, cr))
             .append("\r\n");
-        return done(416, 0, respond_error(416, &req, close, scratch_));
+        return fail(416, work_->scratch);
       }
       if (rep.range.kind == RangeResult::Kind::single) {
         rep.status = 206;
@@ -332,11 +498,11 @@ bool Connection::queue(std::string_view head, const char* body, std::size_t body
   // Small bodies are copied behind their head: one contiguous slice, one plain send.
   bool copy_body = body_len > 0 && body_len <= kCopyBodyMax;
   std::size_t need = head.size() + (copy_body ? body_len : 0);
-  if (iov_count_ + 2 > kMaxIov || need > arena_cap_ - arena_used_) {
+  if (iov_count_ + 2 > ConnectionWork::kMaxIov || need > ConnectionWork::kArena - arena_used_) {
     if (!flush()) return false;
   }
-  if (need > arena_cap_) copy_body = false;  // cannot happen with our heads; be safe
-  char* h = arena_ + arena_used_;
+  if (need > ConnectionWork::kArena) copy_body = false;  // cannot happen with our heads; be safe
+  char* h = work_->arena() + arena_used_;
   std::memcpy(h, head.data(), head.size());
   std::size_t slice = head.size();
   if (copy_body) {
@@ -345,15 +511,16 @@ bool Connection::queue(std::string_view head, const char* body, std::size_t body
   }
   arena_used_ += slice;
   // Merge with the previous slice when adjacent in the arena (consecutive responses).
-  if (iov_count_ > 0 &&
-      static_cast<char*>(iov_[iov_count_ - 1].iov_base) + iov_[iov_count_ - 1].iov_len == h) {
-    iov_[iov_count_ - 1].iov_len += slice;
+  if (iov_count_ > 0 && static_cast<char*>(work_->iov[iov_count_ - 1].iov_base) +
+                                work_->iov[iov_count_ - 1].iov_len ==
+                            h) {
+    work_->iov[iov_count_ - 1].iov_len += slice;
   } else {
-    iov_[iov_count_++] = {h, slice};
+    work_->iov[iov_count_++] = {h, slice};
   }
   if (body_len > 0 && !copy_body) {
-    hold_[iov_count_] = std::move(hold);
-    iov_[iov_count_++] = {const_cast<char*>(body), body_len};
+    work_->hold[iov_count_] = std::move(hold);
+    work_->iov[iov_count_++] = {const_cast<char*>(body), body_len};
   }
   queued_bytes_ += head.size() + body_len;
   return true;
@@ -361,10 +528,11 @@ bool Connection::queue(std::string_view head, const char* body, std::size_t body
 
 bool Connection::flush() {
   if (iov_count_ == 0) return true;
-  int64_t n = iov_count_ == 1 ? io::send_all(fd_, iov_[0].iov_base, iov_[0].iov_len, 0,
-                                             send_deadline(), &token_)
-                              : io::sendv_all(fd_, iov_, iov_count_, 0, send_deadline(), &token_);
-  for (int i = 0; i < iov_count_; ++i) hold_[i].reset();
+  int64_t n = iov_count_ == 1
+                  ? io::send_all(fd_, work_->iov[0].iov_base, work_->iov[0].iov_len, 0,
+                                 send_deadline(), &token_)
+                  : io::sendv_all(fd_, work_->iov, iov_count_, 0, send_deadline(), &token_);
+  for (int i = 0; i < iov_count_; ++i) work_->hold[i].reset();
   iov_count_ = 0;
   arena_used_ = 0;
   queued_bytes_ = 0;
@@ -376,20 +544,43 @@ bool Connection::flush() {
 }
 
 bool Connection::send_file_body(const FileEntry& file, uint64_t offset, uint64_t length) {
-  return ctx_.config.body == BodyPath::splice ? send_with_splice(file.fd, offset, length)
-                                              : send_with_sendfile(file.fd, offset, length);
+  return ctx_.config.body == BodyPath::splice ? send_with_splice(file, offset, length)
+                                              : send_with_sendfile(file, offset, length);
 }
 
-bool Connection::send_with_sendfile(int file_fd, uint64_t offset, uint64_t length) {
+void Connection::on_body_error(const FileEntry& file, int64_t result) {
+  // The head is out, so the only honest end is to close. 0: the file is shorter than promised
+  // (truncated under us). The client going away or stalling is routine; anything else is the
+  // file (EIO from the disk, say) and deserves a loud line. The path is client input: quoted.
+  switch (result) {
+    case 0:
+      spdlog::warn("{}: {:?} shrank while being sent; closing", peer_, file.path);
+      break;
+    case -EPIPE:
+    case -ECONNRESET:
+    case -ENOTCONN:
+    case -ETIMEDOUT:
+    case -ECANCELED:
+      spdlog::debug("{}: sending {:?}: {}", peer_, file.path,
+                    std::strerror(static_cast<int>(-result)));
+      break;
+    default:
+      spdlog::error("{}: sending {:?}: {}; closing", peer_, file.path,
+                    std::strerror(static_cast<int>(-result)));
+      break;
+  }
+  closing_ = true;
+}
+
+bool Connection::send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length) {
   while (length > 0) {
     // Each call may make progress; the deadline is "no progress for send_timeout".
-    int64_t n = io::sendfile(fd_, file_fd, static_cast<int64_t>(offset),
+    int64_t n = io::sendfile(fd_, file.fd, static_cast<int64_t>(offset),
                              std::min<uint64_t>(length, 1 << 30), send_deadline(), &token_);
     if (n <= 0) {
-      // 0: the file is shorter than promised (truncated under us): the Content-Length can
-      // no longer be honoured, so end the connection rather than send something else.
-      if (n == 0) spdlog::warn("{}: file shrank while being sent; closing", peer_);
-      closing_ = true;
+      // The Content-Length can no longer be honoured: end the connection rather than send
+      // something else.
+      on_body_error(file, n);
       return false;
     }
     offset += static_cast<uint64_t>(n);
@@ -398,19 +589,19 @@ bool Connection::send_with_sendfile(int file_fd, uint64_t offset, uint64_t lengt
   return true;
 }
 
-bool Connection::send_with_splice(int file_fd, uint64_t offset, uint64_t length) {
+bool Connection::send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length) {
   ResourcePool& pool = ctx_.pool();
   auto pipe = pool.take_pipe();
-  if (pipe.first < 0) return send_with_sendfile(file_fd, offset, length);
+  if (pipe.first < 0) return send_with_sendfile(file, offset, length);
   bool ok = true;
   uint64_t in_pipe = 0;
   const uint64_t chunk = ctx_.config.pipe_size;
   while (length > 0 || in_pipe > 0) {
     if (length > 0 && in_pipe == 0) {
-      int64_t n = io::splice(file_fd, static_cast<int64_t>(offset), pipe.second, -1,
+      int64_t n = io::splice(file.fd, static_cast<int64_t>(offset), pipe.second, -1,
                              std::min(length, chunk), SPLICE_F_MOVE, send_deadline(), &token_);
       if (n <= 0) {
-        if (n == 0) spdlog::warn("{}: file shrank while being sent; closing", peer_);
+        on_body_error(file, n);
         ok = false;
         break;
       }
@@ -422,6 +613,7 @@ bool Connection::send_with_splice(int file_fd, uint64_t offset, uint64_t length)
         io::splice(pipe.first, -1, fd_, -1, in_pipe,
                    SPLICE_F_MOVE | (length > 0 ? SPLICE_F_MORE : 0), send_deadline(), &token_);
     if (m <= 0) {
+      if (m < 0) on_body_error(file, m);
       ok = false;
       break;
     }
@@ -460,7 +652,7 @@ void Connection::lingering_close() {
   rt::TimePoint until = rt::now() + kLingerTime;
   std::size_t drained = 0;
   while (drained < kLingerBytes) {
-    int64_t n = io::recv(fd_, buf_, read_cap_, 0, until, &token_);
+    int64_t n = io::recv(fd_, work_->read_area(), work_->read_cap, 0, until, &token_);
     if (n <= 0) break;
     drained += static_cast<std::size_t>(n);
   }

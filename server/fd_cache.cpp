@@ -106,6 +106,7 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
     return load(path);
   }
   Shard& s = shard_for(path);
+  Loading loading;  // ours, should this lookup become the one that loads
   while (true) {
     int64_t now = now_ns();
     FileRef hit;
@@ -119,6 +120,9 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
         auto [ins, ok] = s.map.try_emplace(std::string(path));
         s.lru.push_front(ins->first);
         ins->second.lru = s.lru.begin();
+        // Marked loading in the same critical section: another fiber finding the slot
+        // must wait for us, never see it empty.
+        ins->second.loading = &loading;
         entries_.fetch_add(1, std::memory_order_relaxed);
         break;  // we load, below
       }
@@ -169,11 +173,6 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
 
   // We own the load of `path`.
   if (metrics_) metrics_->on_fd_cache(shard_index, false);
-  Loading loading;
-  {
-    std::lock_guard g(s.lock);
-    s.map.find(path)->second.loading = &loading;
-  }
   // Watch before opening: a change between the open and the watch would go unnoticed.
   bool watched = inotify_ && watch_dir_of(path);
   FileRef entry = load(path);

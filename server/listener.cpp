@@ -91,8 +91,8 @@ void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop) {
     backoff = std::chrono::milliseconds(1);
     int one = 1;
     setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    uint32_t open = ctx.open_connections.fetch_add(1, std::memory_order_relaxed) + 1;
-    bool reject = open > ctx.config.max_connections;
+    bool reject =
+        ctx.open_connections.load(std::memory_order_relaxed) >= ctx.config.max_connections;
     unsigned shard = rt::Processor::current()->index();
     if (ctx.metrics) {
       if (reject) {
@@ -101,17 +101,8 @@ void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop) {
         ctx.metrics->on_connection_open(shard);
       }
     }
-    ctx.connections.add(1);
-    rt::spawn([&ctx, c, peer, reject] {
-      {
-        Connection conn(ctx, c, peer);
-        conn.run(reject);
-      }
-      ctx.open_connections.fetch_sub(1, std::memory_order_relaxed);
-      if (ctx.metrics && !reject)
-        ctx.metrics->on_connection_close(rt::Processor::current()->index());
-      ctx.connections.done();
-    }).detach();
+    auto* conn = new Connection(ctx, c, peer, reject);
+    rt::spawn([conn] { Connection::start(conn); }).detach();
   }
 }
 

@@ -68,6 +68,8 @@ void setup_logging(const Config& config) {
   logger->set_pattern("%Y/%m/%d %H:%M:%S.%e [%l] %v");
   logger->set_level(spdlog::level::from_str(config.log_level));
   logger->flush_on(spdlog::level::warn);
+  // Lower levels reach a log file within a second rather than at exit.
+  spdlog::flush_every(std::chrono::seconds(1));
   spdlog::set_default_logger(std::move(logger));
 }
 

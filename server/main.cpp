@@ -12,6 +12,10 @@
 
 int main(int argc, char** argv) {
   using namespace weft::http;
+  // SIGTERM, SIGINT and SIGHUP are read from a signalfd (server.cpp). Block them before any
+  // thread exists (spdlog's flusher, the access log writer, the processors), so that every
+  // thread inherits the mask and none dies of a default action.
+  block_server_signals();
   CliParse cli = parse_command_line(argc, argv);
   if (!cli.options) {
     std::fputs(cli.output.c_str(), cli.exit_code == 0 ? stdout : stderr);

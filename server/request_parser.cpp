@@ -157,6 +157,10 @@ RequestParser::RequestParser(const Config& config)
   start_request();
 }
 
+void RequestParser::reset() {
+  start_request();
+}
+
 void RequestParser::start_request() {
   llhttp_reset(&llhttp_);  // also forgets llhttp's upgrade or "closed" state: we decide those
   phase_ = Phase::head;
@@ -347,9 +351,11 @@ ParseResult RequestParser::fail_llhttp(llhttp_errno_t err, std::span<const char>
       phase_ = Phase::bad_method;
       return judge_method(data);
     case HPE_INVALID_VERSION: {
-      // "HTTP/1.2", "HTTP/3.0": well-formed but not ours, 505; "HTTP/11.1": malformed, 400.
+      // "HTTP/1.2", "HTTP/3.0": well-formed but not ours, 505; "HTTP/11.1": malformed, 400;
+      // "HTTP/1.1 x": our version with junk after it (llhttp reports that here too), 400.
       const std::string_view v = view(data, version_begin_, version_end_);
-      if (v.size() == 3 && ascii::is_digit(v[0]) && v[1] == '.' && ascii::is_digit(v[2])) {
+      if (v.size() == 3 && ascii::is_digit(v[0]) && v[1] == '.' && ascii::is_digit(v[2]) &&
+          v != "1.0" && v != "1.1") {
         return fail(505, "HTTP version other than 1.0 and 1.1");
       }
       break;

@@ -20,7 +20,9 @@
 // States: head (reading request line and fields) → body (discarding it) → done (ready
 // returned; the next parse() starts a new request), or → failed from either.
 //
-// llhttp runs strict (no lenient flag); weft adds what llhttp 8.1 lets through: bare LF,
+// llhttp is built in strict mode (LLHTTP_STRICT_MODE, cmake/Llhttp.cmake: without it llhttp
+// 8.1 takes any byte after a CR for the LF, so "\r\n\rX" ends a head) and runs with no
+// lenient flag; weft adds what llhttp 8.1 lets through even so: bare LF,
 // obs-fold, whitespace before the colon, an empty field name, extra spaces in the request
 // line, control bytes in the target, a missing or repeated or malformed Host in HTTP/1.1,
 // Transfer-Encoding in HTTP/1.0, unknown transfer codings (501), and versions other than
@@ -83,6 +85,10 @@ class RequestParser {
   /// Parses `data` (the current request's bytes, from its first) and says whether a request
   /// is ready, more bytes are needed, or the request is bad; never allocates.
   ParseResult parse(std::span<const char> data);
+
+  /// Forgets any request in progress: the next parse() starts a new one (for a parser
+  /// taken from a pool, or reused at a request boundary).
+  void reset();
 
   /// Returns the request; valid after parse() returned ready, until the next parse().
   const Request& request() const { return request_; }

@@ -23,7 +23,9 @@ class HeadBuffer {
       overflow_ = true;
       return false;
     }
-    std::memcpy(data_ + size_, s.data(), s.size());
+    // An empty view may have a null data(), which memcpy must not get even for 0 bytes (UB;
+    // UBSan aborts the server on it: every error page appends an empty `extra`).
+    if (!s.empty()) std::memcpy(data_ + size_, s.data(), s.size());
     size_ += s.size();
     return true;
   }

@@ -88,17 +88,31 @@ void serve_metrics(ServerContext& ctx, int lfd, rt::CancelToken& stop) {
 
 }  // namespace
 
-int run_server(const Config& config) {
-  // Signals are read from a signalfd by the main fiber; block them before any thread
-  // starts so every thread inherits the mask. SIGPIPE is ignored: a client that goes away
-  // must never kill the server.
+namespace {
+
+sigset_t server_signals() {
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGHUP);
+  return sigs;
+}
+
+}  // namespace
+
+void block_server_signals() {
+  sigset_t sigs = server_signals();
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  // A client that goes away must never kill the server.
   ::signal(SIGPIPE, SIG_IGN);
+}
+
+int run_server(const Config& config) {
+  // Signals are read from a signalfd by the main fiber; main() blocked them already, and
+  // blocking again here keeps run_server usable on its own (tests).
+  block_server_signals();
+  sigset_t sigs = server_signals();
   int sfd = ::signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
   if (sfd < 0) {
     spdlog::critical("signalfd: {}", std::strerror(errno));
@@ -174,11 +188,11 @@ int run_server(const Config& config) {
                          [&ctx] { return static_cast<double>(ctx.files->size()); });
   ctx.metrics->add_gauge("weft_fd_cache_bytes", "Bytes of file contents in the fd cache",
                          [&ctx] { return static_cast<double>(ctx.files->bytes()); });
-  // Read area: the longest head the parser accepts plus one read; then a 4 KiB arena for
-  // queued response heads.
-  std::size_t buffer_size = config.max_header_bytes + 4096 + 4096;
+  // Read area: the longest head the parser accepts plus one read (the arena for queued
+  // response heads comes on top, see ConnectionWork).
+  std::size_t read_capacity = config.max_header_bytes + 4096;
   for (unsigned i = 0; i < procs; ++i) {
-    ctx.pools.push_back(std::make_unique<ResourcePool>(buffer_size, config.pipe_size));
+    ctx.pools.push_back(std::make_unique<ResourcePool>(config, read_capacity, config.pipe_size));
   }
   ctx.metrics->add_gauge("weft_ready_queue_length", "Fibers ready to run, all processors",
                          [&runtime] {

@@ -12,32 +12,34 @@
 
 namespace weft::http {
 
-ResourcePool::ResourcePool(std::size_t buffer_size, std::size_t pipe_size)
-    : buffer_size_(buffer_size), pipe_size_(pipe_size) {}
+ResourcePool::ResourcePool(const Config& config, std::size_t read_capacity, std::size_t pipe_size)
+    : config_(config), read_capacity_(read_capacity), pipe_size_(pipe_size) {}
 
 ResourcePool::~ResourcePool() {
-  for (char* b : buffers_) delete[] b;
+  for (ConnectionWork* w : work_) delete w;
   for (auto [r, w] : pipes_) {
     ::close(r);
     ::close(w);
   }
 }
 
-char* ResourcePool::take_buffer() {
+ConnectionWork* ResourcePool::take_work() {
   {
     std::lock_guard g(mu_);
-    if (!buffers_.empty()) {
-      char* b = buffers_.back();
-      buffers_.pop_back();
-      return b;
+    if (!work_.empty()) {
+      ConnectionWork* w = work_.back();
+      work_.pop_back();
+      return w;
     }
   }
-  return new char[buffer_size_];
+  return new ConnectionWork(config_, read_capacity_);
 }
 
-void ResourcePool::give_buffer(char* b) {
+void ResourcePool::give_work(ConnectionWork* w) {
+  w->parser.reset();
+  for (auto& h : w->hold) h.reset();
   std::lock_guard g(mu_);
-  buffers_.push_back(b);
+  work_.push_back(w);
 }
 
 std::pair<int, int> ResourcePool::take_pipe() {
@@ -63,6 +65,12 @@ void ResourcePool::give_pipe(std::pair<int, int> p, bool clean) {
     return;
   }
   std::lock_guard g(mu_);
+  // Bounded: a burst of splicing connections must not leave thousands of idle pipes.
+  if (pipes_.size() >= kMaxPooledPipes) {
+    ::close(p.first);
+    ::close(p.second);
+    return;
+  }
   pipes_.push_back(p);
 }
 

@@ -10,7 +10,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
+
+#include <sys/uio.h>
 
 #include "runtime/io_driver.hpp"
 #include "runtime/latch.hpp"
@@ -18,6 +21,7 @@
 #include "server/fd_cache.hpp"
 #include "server/http_date.hpp"
 #include "server/mime_map.hpp"
+#include "server/request_parser.hpp"
 
 namespace weft::http {
 
@@ -25,30 +29,56 @@ class AccessLog;
 class Metrics;
 class Connection;
 
-/// Pooled per-processor resources: read buffers and splice pipes. Touching fresh memory
-/// costs ~15 us a page here, so buffers are reused, never freed, while the server runs.
+/// The working state of a connection while it serves a request: the read buffer and
+/// response-head arena, the parser, scratch strings, the output slices. A connection borrows
+/// one from its processor's pool when bytes arrive and gives it back when it goes idle, so an
+/// idle connection holds none of this.
+struct ConnectionWork {
+  static constexpr int kMaxIov = 32;
+  static constexpr std::size_t kArena = 4096;  // queued response heads (and small bodies)
+
+  ConnectionWork(const Config& config, std::size_t read_capacity)
+      : parser(config), read_cap(read_capacity), buffer(new char[read_capacity + kArena]) {}
+
+  RequestParser parser;
+  std::size_t read_cap;
+  std::unique_ptr<char[]> buffer;  // [read area | arena]
+  std::string path;                // the normalized request path
+  std::string scratch;             // index-file paths, Location values
+  iovec iov[kMaxIov];
+  FileRef hold[kMaxIov];
+
+  char* read_area() { return buffer.get(); }
+  char* arena() { return buffer.get() + read_cap; }
+};
+
+/// Pooled per-processor resources: connection working state and splice pipes. Touching fresh
+/// memory costs ~15 us a page here, so they are reused, never freed, while the server runs.
 class ResourcePool {
  public:
-  ResourcePool(std::size_t buffer_size, std::size_t pipe_size);
+  ResourcePool(const Config& config, std::size_t read_capacity, std::size_t pipe_size);
   ~ResourcePool();
   ResourcePool(const ResourcePool&) = delete;
   ResourcePool& operator=(const ResourcePool&) = delete;
 
-  /// Returns a buffer of buffer_size() bytes (any thread).
-  char* take_buffer();
-  /// Gives a buffer back (any thread).
-  void give_buffer(char* b);
+  /// Returns working state with an empty buffer and a fresh parser (any thread).
+  ConnectionWork* take_work();
+  /// Gives working state back (any thread).
+  void give_work(ConnectionWork* w);
   /// Returns an empty pipe {read, write} sized to pipe_size, or {-1,-1} with errno set.
   std::pair<int, int> take_pipe();
   /// Gives back a pipe; `clean` says it is empty (else it is closed, not reused).
   void give_pipe(std::pair<int, int> p, bool clean);
-  std::size_t buffer_size() const { return buffer_size_; }
 
  private:
+  static constexpr std::size_t kMaxPooledPipes =
+      64;  // picked: a processor rarely splices more at once
+
   std::mutex mu_;
-  std::size_t buffer_size_;
+  const Config& config_;
+  std::size_t read_capacity_;
   std::size_t pipe_size_;
-  std::vector<char*> buffers_;
+  std::vector<ConnectionWork*> work_;
   std::vector<std::pair<int, int>> pipes_;
 };
 

@@ -4,16 +4,24 @@ Each WeftServer runs the built binary with a generated config in a temporary fol
 free loopback port, waits until it accepts connections, and on stop() sends SIGTERM and
 checks that it exits 0 within the grace period. Tests run against both I/O backends
 (io_uring and epoll) through WEFT_BACKENDS or the default of both.
+
+Also here: RawClient (one raw TCP connection with a read buffer, for pipelining and
+malformed input), ServerCase (one server per test class) and per_backend() (one copy of a
+test class per backend).
 """
 
 import http.client
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import unittest
+
+import weft_site
 
 WEFT = os.environ.get("WEFT_BINARY", "")
 SOURCE_DIR = os.environ.get("WEFT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -30,7 +38,9 @@ def free_port(family=socket.AF_INET, host="127.0.0.1"):
 class WeftServer:
     """A weft process serving `root` with extra TOML `settings` ({section: {key: value}})."""
 
-    def __init__(self, root, backend="io_uring", settings=None, processors=2, listen=None):
+    def __init__(self, root, backend="io_uring", settings=None, processors=2, listen=None,
+                 prefix=()):
+        self.prefix = list(prefix)  # a command that runs weft, such as setpriv with its options
         self.tmp = tempfile.mkdtemp(prefix="weft-e2e-")
         self.root = root
         self.port = free_port()
@@ -57,8 +67,8 @@ class WeftServer:
 
     def start(self, timeout=10):
         """Starts weft and waits until its first address accepts connections."""
-        self.proc = subprocess.Popen([WEFT, "-c", self.config], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.prefix + [WEFT, "-c", self.config],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         host, port = split_address(self.listen[0])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -92,7 +102,7 @@ class WeftServer:
     def log(self):
         """Returns the error log so far."""
         try:
-            with open(self.error_log) as f:
+            with open(self.error_log, errors="backslashreplace") as f:
                 return f.read()
         except OSError:
             return ""
@@ -118,9 +128,177 @@ class WeftServer:
             s.sendall(data)
             return recv_all(s, timeout) if read_until_close else s.recv(65536)
 
+    def client(self, timeout=5):
+        """Returns a RawClient connected to the server's first address."""
+        return RawClient(split_address(self.listen[0]), timeout)
+
+    def exchange(self, data, methods=("GET",), timeout=5):
+        """Sends `data` on a fresh connection; returns one Response per entry of `methods`
+        (the method each answers, so HEAD responses are read without a body)."""
+        with self.client(timeout) as c:
+            c.send(data)
+            return [c.response(m) for m in methods]
+
+    def url(self, path):
+        host, port = split_address(self.listen[0])
+        return "http://%s:%d%s" % ("[%s]" % host if ":" in host else host, port, path)
+
+    def curl(self, path, *args):
+        """Runs curl -si on `path` (sent as is) with extra `args`; returns the Response."""
+        out = subprocess.run(["curl", "-sS", "-i", "--path-as-is", "--max-time", "10"] +
+                             list(args) + [self.url(path)], capture_output=True, check=True).stdout
+        head, _, body = out.partition(b"\r\n\r\n")
+        return Response(head, body)
+
     def pid_fds(self):
         """Returns the number of open descriptors of the server process."""
         return len(os.listdir("/proc/%d/fd" % self.proc.pid))
+
+
+class Response:
+    """One response read off a raw socket: status, reason, version, headers (lower-case
+    names; a repeated field keeps its last value), fields (every line, in order), body."""
+
+    def __init__(self, head, body):
+        lines = head.decode("latin-1").split("\r\n")
+        self.version, status, self.reason = (lines[0].split(" ", 2) + [""])[:3]
+        self.status = int(status)
+        self.fields = [tuple(x.strip() for x in line.split(":", 1)) for line in lines[1:]]
+        self.headers = {k.lower(): v for k, v in self.fields}
+        self.head = head
+        self.body = body
+
+    def header(self, name):
+        return self.headers.get(name.lower())
+
+    def __repr__(self):
+        return "<Response %d %r>" % (self.status, self.head[:300])
+
+
+class RawClient:
+    """One TCP connection driven by hand; every read has a timeout (socket.timeout raised)."""
+
+    def __init__(self, address, timeout=5):
+        self.sock = socket.create_connection(address, timeout=timeout)
+        self.buf = bytearray()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def _fill(self):
+        b = self.sock.recv(1 << 20)
+        if not b:
+            raise ConnectionError("connection closed; unparsed: %r" % bytes(self.buf[:200]))
+        self.buf += b
+
+    def response(self, method="GET", body=True):
+        """Reads one response (framed by Content-Length; no body for HEAD, 1xx, 204, 304).
+        With body=False only the head is read: take the body with read_exactly()."""
+        while (end := self.buf.find(b"\r\n\r\n")) < 0:
+            self._fill()
+        r = Response(bytes(self.buf[:end]), b"")
+        del self.buf[:end + 4]
+        if body and method != "HEAD" and r.status not in (204, 304) and r.status >= 200:
+            r.body = self.read_exactly(int(r.header("Content-Length") or 0))
+        return r
+
+    def read_exactly(self, n):
+        """Reads n raw bytes (for streaming a large body in steps)."""
+        while len(self.buf) < n:
+            self._fill()
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def closed(self, timeout=3):
+        """Returns whether the server closes the connection (EOF or reset) within `timeout`
+        seconds; bytes that arrive meanwhile are kept in `buf`."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                b = self.sock.recv(65536)
+                if not b:
+                    return True
+                self.buf += b
+        except socket.timeout:
+            return False
+        except ConnectionResetError:
+            return True
+
+
+def error_page(status, reason):
+    """Returns weft's HTML body for an error status."""
+    page = ("<!DOCTYPE html>\n<html>\n<head><title>{0} {1}</title></head>\n"
+            "<body>\n<h1>{0} {1}</h1>\n<hr>weft\n</body>\n</html>\n")
+    return page.format(status, reason).encode()
+
+
+def http_date(t):
+    """Formats a Unix time as an IMF-fixdate."""
+    return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(t))
+
+
+HTTP_DATE = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep"
+                       r"|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT$")
+
+
+class ServerCase(unittest.TestCase):
+    """One weft per test class: set `backend`, `settings`, `processors`, and `make_root(cls, base)`
+    (builds the document root under `base` and returns it; default: weft_site.build); the
+    server is `cls.srv`, the root `cls.root`, its parent `cls.base`.
+    tearDownClass checks that the server exits 0 on SIGTERM."""
+
+    backend = None
+    settings = {}
+    processors = 2
+
+    @classmethod
+    def make_root(cls, base):
+        return weft_site.build(base)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.base = tempfile.mkdtemp(prefix="weft-root-")
+        cls.srv = None
+        try:
+            cls.root = cls.make_root(cls.base)
+            cls.srv = WeftServer(cls.root, cls.backend, cls.settings, cls.processors)
+            cls.srv.start()
+        except BaseException:  # tearDownClass does not run after a failed setUpClass
+            if cls.srv:
+                cls.srv.cleanup()
+            shutil.rmtree(cls.base, ignore_errors=True)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            status = cls.srv.stop()
+            log = cls.srv.log()
+        finally:
+            cls.srv.cleanup()
+            shutil.rmtree(cls.base, ignore_errors=True)
+        if status != 0:
+            raise AssertionError("weft exited with %r; log:\n%s" % (status, log[-4000:]))
+
+
+def per_backend(scope, *cases):
+    """Defines in `scope` (a module's globals()) one concrete TestCase per backend in
+    BACKENDS for each mixin in `cases`: class Foo becomes Foo_io_uring and Foo_epoll."""
+    for case in cases:
+        for backend in BACKENDS:
+            name = "%s_%s" % (case.__name__, backend)
+            scope[name] = type(name, (case, ServerCase), {"backend": backend,
+                                                         "__module__": scope["__name__"]})
 
 
 def recv_all(sock, timeout=5):

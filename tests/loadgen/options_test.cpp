@@ -99,6 +99,31 @@ TEST(Options, WorkloadsAndTheirFiles) {
   EXPECT_NE(r.warnings[0].find("--num-conns is ignored"), std::string::npos);
 }
 
+TEST(Options, NumCallsRangeDrawsPerSession) {
+  EXPECT_EQ(ok({"--num-calls", "1..5"}).workload.num_calls, (CallCount{1, 5}));
+  EXPECT_EQ(ok({"--num-calls=3..3", "--zipf", "1", "--files", "m"}).workload.num_calls,
+            CallCount{3});
+  EXPECT_EQ(httperf_command_line(ok({"--num-calls", "2..7", "--rate", "5", "--num-conns", "9"})),
+            "httperf --client=0/1 --server=localhost --port=80 --uri=/ --rate=5 --num-conns=9 "
+            "--num-calls=2..7 --seed=1");
+  EXPECT_NE(describe_plan(ok({"--num-calls", "1..4"})).find("1..4 call(s) per session"),
+            std::string::npos);
+  struct Case {
+    const char* arg;
+    const char* want;
+  };
+  for (const Case& c : {Case{"0..3", "at least 1"}, Case{"4..2", "need 1 <= MIN <= MAX"},
+                        Case{"1..", "expected N or MIN..MAX"}, Case{"..3", "expected N"},
+                        Case{"1-3", "expected N"}, Case{"1..99999999999", "<= 4294967295"}}) {
+    const std::string out = usage_error({"--num-calls", c.arg});
+    EXPECT_NE(out.find(c.want), std::string::npos) << c.arg << " -> " << out;
+  }
+  EXPECT_NE(usage_error({"--num-calls", "1..3", "--wlog", "y,f"}).find("--uri and --zipf"),
+            std::string::npos);
+  EXPECT_NE(usage_error({"--num-calls", "1..3", "--wsesslog", "1,0,f"}).find("--uri and --zipf"),
+            std::string::npos);
+}
+
 TEST(Options, DurationWarmupAndSessionLimits) {
   const Options d = ok({"--rate", "100", "--duration", "30", "--warmup", "5"});
   EXPECT_EQ(d.duration_s, 30.0);
@@ -120,6 +145,10 @@ TEST(Options, WeftLoadOwnOptions) {
   EXPECT_TRUE(o.quiet);
   EXPECT_TRUE(o.dry_run);
   EXPECT_EQ(o.workload.seed, 18446744073709551615ull);
+  EXPECT_EQ(o.backend, Backend::kAuto);
+  EXPECT_EQ(ok({"--backend", "epoll"}).backend, Backend::kEpoll);
+  EXPECT_EQ(ok({"--backend", "io_uring"}).backend, Backend::kIoUring);
+  EXPECT_EQ(ok({"--backend", "auto"}).backend, Backend::kAuto);
 }
 
 TEST(Options, SweepExpandsRates) {
@@ -152,6 +181,7 @@ TEST(Options, BadCombinationsAreUsageErrors) {
       {{"--sweep", "1:2:1"}, "--sweep needs --duration or --num-conns"},
       {{"--threads", "4"}, "sequential sessions"},
       {{"--threads", "0", "--rate", "1"}, "--threads 0"},
+      {{"--backend", "kqueue"}, "--backend kqueue: expected auto, io_uring or epoll"},
       {{"--num-conns", "0"}, "--num-conns must be at least 1"},
       {{"--num-conns", "-5"}, "--num-conns -5: not a whole number"},
       {{"--max-conns", "-1"}, "--max-conns -1"},

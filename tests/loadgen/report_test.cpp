@@ -123,7 +123,10 @@ const std::string kGolden =
     "replies)\n"
     "Latency from send [ms]: p50 1.399 p90 1.800 p99 1.898 p99.9 1.898 max 1.900 (200 replies)\n"
     "HTTP errors: http-4xx 1 http-5xx 1 bad-length 0\n"
-    "Schedule lag [ms]: max 2.500 mean 0.025 (100 sessions)\n";
+    "Schedule lag [ms]: max 2.500 mean 0.025 (100 sessions)\n"
+    // One session started 2.5 ms late, past kLateSessionNs: the generator fell behind.
+    "Behind schedule: 1 of 100 sessions started more than 1.000 ms late (max 2.500 ms); "
+    "latency from schedule includes the lag\n";
 
 TEST(Report, TextMatchesGolden) {
   EXPECT_EQ(format_text_report(fixed_stats(), fixed_context()), kGolden);
@@ -401,6 +404,7 @@ TEST(Report, JsonCarriesEveryFigure) {
   EXPECT_DOUBLE_EQ(j["latency_ms"]["from_schedule"]["p99.9"].num(), 2.39616);
   EXPECT_EQ(j["latency_ms"]["from_schedule"]["count"].num(), 200);
   EXPECT_DOUBLE_EQ(j["schedule_lag_ms"]["max"].num(), 2.5);
+  EXPECT_EQ(j["schedule_lag_ms"]["late_sessions"].num(), 1);
   EXPECT_DOUBLE_EQ(j["cpu"]["total_pct"].num(), 35.0);
   const auto& timeline = std::get<JsonArray>(j["timeline"].v);
   ASSERT_EQ(timeline.size(), 10u);
@@ -444,6 +448,7 @@ TEST(Report, CsvRowMatchesHeader) {
   EXPECT_EQ(by_name.at("client_timo"), "2");
   EXPECT_EQ(by_name.at("bad_length"), "0");
   EXPECT_EQ(by_name.at("lag_max_ms"), "2.500");
+  EXPECT_EQ(by_name.at("late_sessions"), "1");
   EXPECT_EQ(by_name.size(), names.size()) << "column names must be unique";
 }
 

@@ -36,6 +36,7 @@ TEST(Stats, RecordingUpdatesTotalsAndTimeline) {
   s.record_session_ended(2.9, true, 2.4, 2);
 
   EXPECT_EQ(s.sessions_started, 1u);
+  EXPECT_EQ(s.sessions_late, 0u);  // 2 µs late is on time
   EXPECT_EQ(s.connections, 1u);
   EXPECT_EQ(s.connects, 1u);
   EXPECT_EQ(s.requests, 1u);
@@ -114,7 +115,7 @@ TEST(Stats, MergeEqualsRecordingIntoOne) {
   for (int i = 0; i < 100; ++i) {
     Stats& half = i % 2 ? a : b;
     for (Stats* s : {&half, &one}) {
-      s->record_session_started(i * 0.1, static_cast<std::uint64_t>(i) * 1000);
+      s->record_session_started(i * 0.1, static_cast<std::uint64_t>(i) * 20'000);
       s->record_connection_started(i * 0.1, 1 + i % 4);
       s->record_connected(100'000 + static_cast<std::uint64_t>(i));
       s->record_request(i * 0.1, 60 + i % 3);
@@ -147,6 +148,8 @@ TEST(Stats, MergeEqualsRecordingIntoOne) {
   EXPECT_EQ(merged.sessions_completed, one.sessions_completed);
   EXPECT_EQ(merged.sessions_failed, one.sessions_failed);
   EXPECT_EQ(merged.session_length, one.session_length);
+  EXPECT_EQ(merged.sessions_late, one.sessions_late);
+  EXPECT_EQ(one.sessions_late, 49u);  // lags 1.02 .. 1.98 ms, past kLateSessionNs
   EXPECT_EQ(merged.timeline, one.timeline);
   EXPECT_EQ(merged.schedule_lag_ns.count, one.schedule_lag_ns.count);
   EXPECT_DOUBLE_EQ(merged.schedule_lag_ns.max, one.schedule_lag_ns.max);

@@ -110,6 +110,47 @@ TEST(Workload, ZipfSessionDependsOnlyOnSeedAndIndex) {
   EXPECT_NE(uris_of(pc), a5);
 }
 
+// ---- --num-calls MIN..MAX ----
+
+TEST(Workload, CallCountIsFixedOrUniformPerSession) {
+  EXPECT_EQ(CallCount{4}.of_session(1, 99), 4u);
+  EXPECT_EQ(CallCount{4}.to_string(), "4");
+  const CallCount range{1, 5};
+  EXPECT_EQ(range.to_string(), "1..5");
+  std::map<std::uint32_t, int> counts;
+  for (std::uint64_t i = 0; i < 50000; ++i) ++counts[range.of_session(7, i)];
+  ASSERT_EQ(counts.size(), 5u);  // every count in [1, 5], nothing else
+  EXPECT_EQ(counts.begin()->first, 1u);
+  EXPECT_EQ(counts.rbegin()->first, 5u);
+  for (const auto& [n, c] : counts) EXPECT_NEAR(c, 10000, 500) << n;
+  EXPECT_EQ(range.of_session(7, 123), range.of_session(7, 123));
+}
+
+TEST(Workload, DrawnCallCountsKeepEachSessionsUris) {
+  // A session's count comes from its own stream: its first k URIs are the ones a fixed-count
+  // run draws for the same session.
+  ZipfUriSource drawn(small_manifest(), 1.0, 5, "GET", CallCount{1, 6});
+  ZipfUriSource fixed(small_manifest(), 1.0, 5, "GET", 6);
+  FixedUriSource uri("/x", "GET", CallCount{2, 3}, 5);
+  SessionPlan pd, pf, pu;
+  std::map<std::size_t, int> lengths;
+  for (std::uint64_t i = 0; i < 600; ++i) {
+    ASSERT_TRUE(drawn.plan_session(i, pd));
+    ASSERT_TRUE(fixed.plan_session(i, pf));
+    const std::size_t k = pd.calls.size();
+    ASSERT_EQ(k, CallCount(1, 6).of_session(5, i));
+    ASSERT_EQ(pd.bursts.size(), k);
+    auto want = uris_of(pf);
+    want.resize(k);
+    EXPECT_EQ(uris_of(pd), want) << "session " << i;
+    ++lengths[k];
+    ASSERT_TRUE(uri.plan_session(i, pu));
+    EXPECT_EQ(pu.calls.size(), CallCount(2, 3).of_session(5, i));
+  }
+  EXPECT_EQ(lengths.size(), 6u);
+  EXPECT_NE(drawn.describe().find("1..6 calls"), std::string::npos) << drawn.describe();
+}
+
 // ---- --wlog ----
 
 TEST(Workload, WlogParsesNulTerminatedUris) {

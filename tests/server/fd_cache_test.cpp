@@ -181,6 +181,31 @@ TEST_F(FdCacheTest, ConcurrentMissesOpenOnce) {
   });
 }
 
+TEST_F(FdCacheTest, ConcurrentLookupsUnderEvictionStayConsistent) {
+  for (int i = 0; i < 200; ++i) write_file(root_ / ("c" + std::to_string(i)), std::to_string(i));
+  with_cache(
+      [&](FdCache& c) {
+        rt::WaitGroup wg;
+        std::atomic<int> bad{0};
+        wg.add(50);
+        for (int f = 0; f < 50; ++f) {
+          rt::spawn([&, f] {
+            for (int k = 0; k < 2000; ++k) {
+              int i = (k * 7 + f * 13) % 200;
+              FileRef e = c.lookup("/c" + std::to_string(i), 0);
+              if (!e || e->error || body_of(e) != std::to_string(i)) bad.fetch_add(1);
+              if (k % 100 == 0) rt::yield();
+            }
+            wg.done();
+          }).detach();
+        }
+        wg.wait();
+        EXPECT_EQ(bad.load(), 0);
+        EXPECT_LE(c.size(), 64u + 64);
+      },
+      64);
+}
+
 TEST_F(FdCacheTest, MissesAreCachedForErrorsValid) {
   with_cache([&](FdCache& c) {
     EXPECT_EQ(c.lookup("/missing", 0)->error, ENOENT);

@@ -346,6 +346,20 @@ std::vector<Case> table() {
       {"chunk longer than its size",
        get("/", "Transfer-Encoding: chunked\r\n") + "3\r\nabcd\r\n",
        {err(400)}},
+      // Accepted by llhttp 8.1 built without LLHTTP_STRICT_MODE, which takes the two bytes
+      // after chunk data, and the byte after a CR, whatever they are.
+      {"chunk data followed by two bytes that are not CRLF",
+       get("/", "Transfer-Encoding: chunked\r\n") + "5\r\nhelloXY0\r\n\r\n",
+       {err(400)}},
+      {"chunk data followed by CR and a byte",
+       get("/", "Transfer-Encoding: chunked\r\n") + "5\r\nhello\rX0\r\n\r\n",
+       {err(400)}},
+      {"chunk size followed by CR and a byte",
+       get("/", "Transfer-Encoding: chunked\r\n") + "5\rXhello\r\n0\r\n\r\n",
+       {err(400)}},
+      {"last chunk followed by CR and a byte",
+       get("/", "Transfer-Encoding: chunked\r\n") + "0\r\n\rX",
+       {err(400)}},
       {"chunk line with bare LF",
        get("/", "Transfer-Encoding: chunked\r\n") + "3\nabc\n0\n\n",
        {err(400)}},
@@ -359,6 +373,14 @@ std::vector<Case> table() {
       {"bare LF ending the head", "GET / HTTP/1.1\r\nHost: a\r\n\n", {err(400)}},
       {"bare LF before the request", "\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", {err(400)}},
       {"CR without LF", "GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n", {err(400)}},
+      // llhttp 8.1 built without LLHTTP_STRICT_MODE took any byte after the last CR as its
+      // LF: "\r\n\rG" ended the head and "ET /x" became the next request (smuggling).
+      {"bare CR ending the head", "GET /a HTTP/1.1\r\nHost: a\r\n\r" + get("/b"), {err(400)}},
+      {"bare CR then any byte ending the head",
+       "GET / HTTP/1.1\r\nHost: a\r\n\rX" + get("/b"),
+       {err(400)}},
+      {"CR CR LF ending the head", "GET / HTTP/1.1\r\nHost: a\r\n\r\r\n", {err(400)}},
+      {"bare CR after the request line", "GET / HTTP/1.1\rHost: a\r\n\r\n", {err(400)}},
       {"space before colon", "GET / HTTP/1.1\r\nHost : a\r\n\r\n", {err(400)}},
       {"tab before colon", "GET / HTTP/1.1\r\nHost\t: a\r\n\r\n", {err(400)}},
       {"empty field name", get("/", ": a\r\n"), {err(400)}},
@@ -390,6 +412,9 @@ std::vector<Case> table() {
       {"no version (HTTP/0.9) 505", "GET /\r\n\r\n", {err(505)}},
       {"HTTP/2 preface 505", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", {err(505)}},
       {"HTTP/11.1 malformed", "GET / HTTP/11.1\r\nHost: a\r\n\r\n", {err(400)}},
+      {"junk after HTTP/1.1", "GET / HTTP/1.1 x\r\nHost: a\r\n\r\n", {err(400)}},
+      {"junk after HTTP/1.0", "GET / HTTP/1.0x\r\n\r\n", {err(400)}},
+      {"space after HTTP/1.1", "GET / HTTP/1.1 \r\nHost: a\r\n\r\n", {err(400)}},
       {"lower-case http", "GET / http/1.1\r\nHost: a\r\n\r\n", {err(400)}},
       {"unknown method 501", "FOO / HTTP/1.1\r\nHost: a\r\n\r\n", {err(501)}},
       {"known prefix, unknown method 501", "GETX / HTTP/1.1\r\nHost: a\r\n\r\n", {err(501)}},
@@ -635,7 +660,8 @@ TEST(RequestParser, ErrorsNameTheirReason) {
       {get("/", "X: a\r\n b\r\n"), "obs-fold"},
       {"GET / HTTP/1.1\nHost: a\r\n\r\n", "bare LF"},
       {"GET / HTTP/1.1\r\n\r\n", "Host"},
-      {"GET / HTTP/1.1\r\nHost : a\r\n\r\n", "colon"},
+      // Strict llhttp refuses the space itself, before weft's "whitespace ... colon" check.
+      {"GET / HTTP/1.1\r\nHost : a\r\n\r\n", "header token"},
       {"FOO / HTTP/1.1\r\n\r\n", "method"},
   };
   for (const auto& [text, fragment] : cases) {

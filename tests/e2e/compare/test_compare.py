@@ -1,0 +1,109 @@
+"""scripts/compare.py --quick end to end: every installed server is started, swept and
+recorded; CSV, JSON, summary and plots are written. No performance is judged."""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SOURCE_DIR = os.environ.get(
+    "WEFT_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))))
+COMPARE = os.path.join(SOURCE_DIR, "scripts", "compare.py")
+WEFT = os.environ.get("WEFT_BINARY", "")
+WEFT_LOAD = os.environ.get("WEFT_LOAD_BINARY", "")
+PEERS = {"nginx": "/usr/sbin/nginx", "h2o": "/usr/bin/h2o", "lighttpd": "/usr/sbin/lighttpd"}
+
+
+def compare(*args, timeout=170):
+    return subprocess.run([sys.executable, COMPARE, "--weft", WEFT, "--weft-load", WEFT_LOAD]
+                          + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+@unittest.skipUnless(os.access(WEFT, os.X_OK) and os.access(WEFT_LOAD, os.X_OK),
+                     "WEFT_BINARY and WEFT_LOAD_BINARY must name the built binaries")
+class CompareQuick(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="weft-compare-test-")
+        os.chmod(cls.tmp, 0o755)  # peers that drop privileges (nobody) must reach the files
+        cls.out = os.path.join(cls.tmp, "out")
+        cls.result = compare("--quick", "--fileset", os.path.join(cls.tmp, "small"), "--out",
+                          cls.out)
+        cls.servers = ["weft"] + [p for p, path in PEERS.items() if os.access(path, os.X_OK)]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def describe(self):
+        return "exit %d\nstdout:\n%s\nstderr:\n%s" % (
+            self.result.returncode, self.result.stdout[-4000:], self.result.stderr[-4000:])
+
+    def test_exits_zero_and_prints_the_tables(self):
+        self.assertEqual(self.result.returncode, 0, self.describe())
+        self.assertIn("sessions/s | requests/s", self.result.stdout)
+        self.assertIn("saturation: peak replies/s", self.result.stdout)
+        for peer in self.servers[1:]:
+            self.assertIn("weft/%s" % peer, self.result.stdout)
+        if "nginx" in self.servers:
+            self.assertIn("saturation throughput >= 1.1x NGINX's", self.result.stdout)
+
+    def test_csv_has_one_row_per_server_and_rate(self):
+        with open(os.path.join(self.out, "runs.csv")) as f:
+            rows = list(csv.DictReader(f))
+        rates = sorted({float(r["offered_sessions_per_s"]) for r in rows})
+        self.assertGreaterEqual(len(rates), 3, rates)
+        for rate in rates:
+            got = sorted(r["server"] for r in rows if float(r["offered_sessions_per_s"]) == rate)
+            self.assertEqual(got, sorted(self.servers), rate)
+        for r in rows:
+            # Correctness, not speed: each server served the set's files, none was refused.
+            self.assertGreater(int(r["replies"]), 0, r)
+            self.assertEqual(r["replies"], r["replies_2xx"], r)
+            self.assertEqual(r["err_http_4xx"], "0", r)
+            self.assertEqual(r["server_alive_after"], "True", r)
+            self.assertGreater(float(r["server_cpu_s"]), 0.0, r)
+
+    def test_json_holds_runs_conditions_and_summary(self):
+        with open(os.path.join(self.out, "runs.json")) as f:
+            j = json.load(f)
+        self.assertEqual(len(j["runs"]), len(j["runs"]) // len(self.servers) * len(self.servers))
+        self.assertEqual(set(j["summary"]["saturation"]), set(self.servers))
+        self.assertEqual(j["conditions"]["server_cpus"], [0])
+        self.assertEqual(j["conditions"]["load_cpus"], [1])
+        self.assertIn("weft", j["conditions"]["versions"])
+        self.assertTrue(os.path.exists(os.path.join(self.out, "summary.md")))
+        self.assertTrue(os.listdir(os.path.join(self.out, "loadgen")))
+
+    @unittest.skipUnless(shutil.which("gnuplot"), "gnuplot is not installed")
+    def test_plots_are_png_and_svg(self):
+        for name in ("throughput", "errors", "p99"):
+            with open(os.path.join(self.out, name + ".png"), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", name)
+            with open(os.path.join(self.out, name + ".svg")) as f:
+                self.assertIn("<svg", f.read(), name)
+
+
+@unittest.skipUnless(os.access(WEFT, os.X_OK) and os.access(WEFT_LOAD, os.X_OK),
+                     "WEFT_BINARY and WEFT_LOAD_BINARY must name the built binaries")
+class CompareUsage(unittest.TestCase):
+    def test_bad_options_exit_two(self):
+        for args in (["--server-cores", "0", "--load-cores", "0"], ["--servers", "apache"],
+                     ["--rates", "5:1:1"], ["--calls", "3..1"]):
+            r = compare(*args, timeout=30)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+
+    def test_help(self):
+        r = compare("--help", timeout=30)
+        self.assertEqual(r.returncode, 0)
+        for opt in ("--quick", "--nginx-only", "--rates", "--calls", "--access-log"):
+            self.assertIn(opt, r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

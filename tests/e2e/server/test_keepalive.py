@@ -1,0 +1,150 @@
+"""Persistent connections: pipelining, keep-alive reuse, HTTP/1.0, Connection: close, and
+limits.max_requests_per_connection."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import weft_site as site  # noqa: E402
+from weft_harness import per_backend  # noqa: E402
+
+
+def get(path, version="1.1", extra=""):
+    host = "Host: x\r\n" if version == "1.1" else ""
+    return ("GET %s HTTP/%s\r\n%s%s\r\n" % (path, version, host, extra)).encode()
+
+
+class KeepAlive:
+    def test_pipelined_in_one_write(self):
+        paths = ["/hello.txt", "/dir/", "/nope", "/medium.bin", "/dir/sub/deep.txt", "/dir",
+                 "/hello.txt", "/data.json", "/noindex/", "/index.html"]
+        want = [(200, site.HELLO), (200, site.DIR_INDEX), (404, None), (200, site.MEDIUM),
+                (200, site.DEEP), (301, None), (200, site.HELLO), (200, site.FILES["data.json"]),
+                (403, None), (200, site.INDEX)]
+        with self.srv.client() as c:
+            c.send(b"".join(get(p) for p in paths))
+            for path, (status, body) in zip(paths, want):
+                r = c.response()
+                self.assertEqual(r.status, status, path)
+                if body is not None:
+                    self.assertEqual(r.body, body, path)
+                self.assertIsNone(r.header("Connection"))
+            self.assertFalse(c.closed(0.2))
+            self.assertEqual(bytes(c.buf), b"")
+
+    def test_pipelined_with_head_and_options(self):
+        data = (b"HEAD /medium.bin HTTP/1.1\r\nHost: x\r\n\r\n" + get("/hello.txt") +
+                b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n" + get("/hello.txt"))
+        rs = self.srv.exchange(data, ("HEAD", "GET", "OPTIONS", "GET"))
+        self.assertEqual([r.status for r in rs], [200] * 4)
+        self.assertEqual([r.body for r in rs], [b"", site.HELLO, b"", site.HELLO])
+
+    def test_many_pipelined_requests_past_the_read_buffer(self):
+        # 300 requests (about 12 KiB): more than one read buffer's worth at once.
+        n = 300
+        with self.srv.client() as c:
+            c.send(b"".join(get("/hello.txt?n=%d" % i) for i in range(n)))
+            for i in range(n):
+                r = c.response()
+                self.assertEqual((r.status, r.body), (200, site.HELLO), i)
+
+    def test_request_byte_by_byte(self):
+        data = get("/hello.txt") + get("/dir/sub/deep.txt")
+        with self.srv.client() as c:
+            for i in range(len(data)):
+                c.send(data[i:i + 1])
+            self.assertEqual(c.response().body, site.HELLO)
+            self.assertEqual(c.response().body, site.DEEP)
+
+    def test_keepalive_reuse_http_client(self):
+        c = self.srv.conn()
+        try:
+            c.request("GET", "/hello.txt")
+            r = c.getresponse()
+            self.assertEqual(r.read(), site.HELLO)
+            sock, port = c.sock, c.sock.getsockname()[1]
+            for i in range(100):
+                path = ("/hello.txt", "/medium.bin", "/nope", "/dir/")[i % 4]
+                c.request("HEAD" if i % 5 == 0 else "GET", path)
+                r = c.getresponse()
+                r.read()
+                self.assertFalse(r.will_close, i)
+                self.assertIs(c.sock, sock, "http.client reconnected at request %d" % i)
+            self.assertEqual(c.sock.getsockname()[1], port)
+        finally:
+            c.close()
+
+    def test_http10_closes_by_default(self):
+        with self.srv.client() as c:
+            c.send(get("/hello.txt", "1.0"))
+            r = c.response()
+            self.assertEqual((r.version, r.status, r.body), ("HTTP/1.1", 200, site.HELLO))
+            self.assertEqual(r.header("Connection"), "close")
+            self.assertTrue(c.closed())
+            self.assertEqual(bytes(c.buf), b"")
+
+    def test_http10_keepalive(self):
+        with self.srv.client() as c:
+            for _ in range(3):
+                c.send(get("/hello.txt", "1.0", "Connection: keep-alive\r\n"))
+                r = c.response()
+                self.assertEqual((r.status, r.body), (200, site.HELLO))
+                self.assertEqual(r.header("Connection"), "keep-alive")
+            c.send(get("/hello.txt", "1.0"))  # without the header: the last one
+            self.assertEqual(c.response().header("Connection"), "close")
+            self.assertTrue(c.closed())
+
+    def test_connection_close(self):
+        with self.srv.client() as c:
+            # The requests pipelined after "Connection: close" are never answered.
+            c.send(get("/hello.txt", extra="Connection: close\r\n") + get("/dir/"))
+            r = c.response()
+            self.assertEqual((r.status, r.body), (200, site.HELLO))
+            self.assertEqual(r.header("Connection"), "close")
+            self.assertTrue(c.closed())
+            self.assertEqual(bytes(c.buf), b"")
+        # Also on an error response, and with other tokens in the list.
+        with self.srv.client() as c:
+            c.send(get("/nope", extra="Connection: foo, close\r\n"))
+            r = c.response()
+            self.assertEqual((r.status, r.header("Connection")), (404, "close"))
+            self.assertTrue(c.closed())
+
+
+class MaxRequests:
+    settings = {"limits": {"max_requests_per_connection": 3}}
+
+    def test_closes_after_max_requests(self):
+        with self.srv.client() as c:
+            c.send(get("/hello.txt") * 5)
+            for i in range(3):
+                r = c.response()
+                self.assertEqual((r.status, r.body), (200, site.HELLO))
+                self.assertEqual(r.header("Connection"), "close" if i == 2 else None)
+            self.assertTrue(c.closed())
+            self.assertEqual(bytes(c.buf), b"")
+
+    def test_http_client_reconnects(self):
+        c = self.srv.conn()
+        try:
+            ports = []
+            for _ in range(7):
+                c.request("GET", "/hello.txt")
+                r = c.getresponse()
+                self.assertEqual(r.read(), site.HELLO)
+                ports.append(c.sock.getsockname()[1] if c.sock else None)
+            # Requests 3 and 6 close (sock dropped by http.client); the rest reuse.
+            self.assertIsNone(ports[2])
+            self.assertIsNone(ports[5])
+            self.assertEqual(ports[0], ports[1])
+            self.assertEqual(ports[3], ports[4])
+            self.assertNotEqual(ports[0], ports[3])
+        finally:
+            c.close()
+
+
+per_backend(globals(), KeepAlive, MaxRequests)
+
+if __name__ == "__main__":
+    unittest.main()
