@@ -114,39 +114,52 @@ std::optional<double> Figures::get(const std::string& name) const {
   return std::nullopt;
 }
 
-ChildResult run_in_child(const ChildOptions& opts, const std::function<void(Figures&)>& measure) {
-  ChildResult result;
+ChildProcess start_child(const ChildOptions& opts, const std::function<void(Figures&)>& measure) {
+  ChildProcess child;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
-    result.error = std::string("pipe: ") + std::strerror(errno);
-    return result;
+    child.error = std::string("pipe: ") + std::strerror(errno);
+    return child;
   }
   std::fflush(nullptr);  // or the child's exit path could repeat buffered output
   pid_t pid = fork();
   if (pid < 0) {
-    result.error = std::string("fork: ") + std::strerror(errno);
+    child.error = std::string("fork: ") + std::strerror(errno);
     close(fds[0]);
     close(fds[1]);
-    return result;
+    return child;
   }
   if (pid == 0) {
     close(fds[0]);
     child_main(fds[1], opts, measure);
   }
   close(fds[1]);
+  child.pid = pid;
+  child.fd = fds[0];
+  return child;
+}
+
+ChildResult wait_child(ChildProcess& child) {
+  ChildResult result;
+  if (child.pid < 0) {
+    result.error = child.error.empty() ? "not started" : child.error;
+    return result;
+  }
   std::string text;
   char buf[4096];
   while (true) {
-    ssize_t n = read(fds[0], buf, sizeof buf);
+    ssize_t n = read(child.fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     text.append(buf, static_cast<std::size_t>(n));
   }
-  close(fds[0]);
+  close(child.fd);
+  child.fd = -1;
   int status = 0;
   rusage ru{};
-  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  while (wait4(child.pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
+  child.pid = -1;
   if (WIFSIGNALED(status)) {
     result.error = WTERMSIG(status) == SIGALRM
                        ? "timeout"
@@ -178,6 +191,15 @@ ChildResult run_in_child(const ChildOptions& opts, const std::function<void(Figu
   }
   result.ok = true;
   return result;
+}
+
+void kill_child(const ChildProcess& child) {
+  if (child.pid > 0) kill(child.pid, SIGKILL);
+}
+
+ChildResult run_in_child(const ChildOptions& opts, const std::function<void(Figures&)>& measure) {
+  ChildProcess child = start_child(opts, measure);
+  return wait_child(child);
 }
 
 std::vector<int> allowed_cpus() {

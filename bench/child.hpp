@@ -7,7 +7,8 @@
 // process per run also matters for Boost.Fiber: its work_stealing algorithm keeps a static
 // barrier and scheduler table, so it can be set up only once per process.
 //
-// The parent must be single-threaded when it calls run_in_child().
+// The parent must be single-threaded when it forks (run_in_child, start_child). Two children
+// may run at once (a server and its client): start_child() each, then wait_child() each.
 #pragma once
 
 #include <functional>
@@ -49,9 +50,25 @@ struct ChildResult {
   double wall_s = 0;        // wall-clock seconds of the measurement
 };
 
+/// A child started by start_child() and not yet waited for.
+struct ChildProcess {
+  int pid = -1;
+  int fd = -1;        // the read end of the child's report pipe
+  std::string error;  // why it could not start (then pid is -1)
+};
+
 /// Forks; the child pins itself per `opts`, runs `measure` and reports what it set in its
 /// Figures; returns the child's report, or ok=false with the reason it gave none.
 ChildResult run_in_child(const ChildOptions& opts, const std::function<void(Figures&)>& measure);
+
+/// Forks like run_in_child() and returns at once; collect the report with wait_child().
+ChildProcess start_child(const ChildOptions& opts, const std::function<void(Figures&)>& measure);
+
+/// Reads the child's report and reaps it (blocks until it exits).
+ChildResult wait_child(ChildProcess& child);
+
+/// Sends SIGKILL to a started child (its wait_child() then reports the signal).
+void kill_child(const ChildProcess& child);
 
 /// Returns the CPUs this process may run on, in increasing order.
 std::vector<int> allowed_cpus();

@@ -201,12 +201,20 @@ void Processor::release_fiber(Fiber* f) {
 
 void Processor::schedule(Fiber* f, bool lifo) {
   if (lifo) {
-    Fiber* displaced = lifo_.exchange(f, std::memory_order_acq_rel);
+    // seq_cst: a locked exchange on x86 either way, and it orders the push before
+    // notify_work's loads (below).
+    Fiber* displaced = lifo_.exchange(f, std::memory_order_seq_cst);
     if (displaced) local_.push(displaced, rt_.global_);
     // Even with nothing displaced, an idle processor may be needed: if the running fiber
     // keeps this processor busy, a thief takes f from the slot (see steal()).
   } else {
     local_.push(f, rt_.global_);
+    // The push is a plain release store, which x86 may hold in its store buffer past the
+    // loads in notify_work: a processor going to sleep at that moment would miss the push in
+    // its re-check while we miss its sleep, and f would wait until this processor got to it
+    // (io_bench's wake group saw one-second stalls behind a busy waker). A fence (not an RMW
+    // on the shared counters: no cache line bounces between processors) closes that window.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
   }
   rt_.notify_work(false);
 }
@@ -476,8 +484,9 @@ void Runtime::push_global(Fiber* f) {
 
 void Runtime::notify_work(bool ordered) {
   // With `ordered`, seq_cst RMWs pair with park_idle's (see there). Without (pushes to a
-  // processor's own queue) a wake-up can be missed, but then that processor runs the work
-  // itself: only parallelism is lost, never progress.
+  // processor's own queue, which schedule() follows with a full barrier) plain loads do,
+  // against park_idle's locked RMW. Were a wake-up still missed, that processor would run
+  // the work itself: only parallelism is lost, never progress.
   uint32_t sleeping = ordered ? sleeping_.fetch_add(0, std::memory_order_seq_cst)
                               : sleeping_.load(std::memory_order_relaxed);
   if (sleeping == 0) return;
