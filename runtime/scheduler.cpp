@@ -214,7 +214,12 @@ void Processor::schedule(Fiber* f, bool lifo) {
     // its re-check while we miss its sleep, and f would wait until this processor got to it
     // (io_bench's wake group saw one-second stalls behind a busy waker). A fence (not an RMW
     // on the shared counters: no cache line bounces between processors) closes that window.
+#if defined(__SANITIZE_THREAD__)
+    // TSan does not model fences (GCC warns); a seq_cst RMW is a full barrier too.
+    fence_word_.fetch_add(0, std::memory_order_seq_cst);
+#else
     std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
   }
   rt_.notify_work(false);
 }
