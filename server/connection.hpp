@@ -76,7 +76,8 @@ class Connection {
   bool send_reply(Reply& r, const Request* req);
   void begin_head(HeadBuffer& h, int status, bool close, const Request* req);
   bool queue(std::string_view head, const char* body, std::size_t body_len, FileRef hold);
-  bool flush();
+  // Sends everything queued; `flags` go to send (MSG_MORE when a file body follows).
+  bool flush(int flags = 0);
   bool send_file_body(const FileEntry& file, uint64_t offset, uint64_t length);
   bool send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length);
   bool send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length);
