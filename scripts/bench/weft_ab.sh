@@ -5,7 +5,9 @@
 # Usage: scripts/bench/weft_ab.sh SECONDS ROUNDS "A_LABEL" "A_TOML" "B_LABEL" "B_TOML" [FILES...]
 #   A_TOML/B_TOML are extra TOML text (whole sections) appended to each configuration; the
 #   [server] section is generated, so use WEFT_REUSEPORT_A/B=true|false for server.reuseport,
-#   and WEFT_PROCESSORS for runtime.processors (default 1).
+#   WEFT_PROCESSORS for runtime.processors (default 1), WEFT_MAX_CONNECTIONS for
+#   limits.max_connections (default 1000: with the default 10000 the descriptor budget
+#   shrinks the fd cache, to 16 entries with splice, which reserves a pipe per connection).
 # Example: scripts/bench/weft_ab.sh 5 3 sendfile $'[io]\nbody = "sendfile"' splice $'[io]\nbody = "splice"'
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,6 +32,7 @@ reuseport = $3
 processors = ${WEFT_PROCESSORS:-1}
 [limits]
 max_requests_per_connection = 1000000
+max_connections = ${WEFT_MAX_CONNECTIONS:-1000}
 [log]
 level = "warn"
 $4
