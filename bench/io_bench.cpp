@@ -40,6 +40,7 @@
 #include "bench/child.hpp"
 #include "bench/io_peers.hpp"
 #include "bench/io_window.hpp"
+#include "bench/report.hpp"
 
 namespace weft::bench {
 namespace {
@@ -352,29 +353,6 @@ struct Outcome {
     return std::any_of(by_rep.begin(), by_rep.end(), [](const auto& f) { return f.has_value(); });
   }
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::string fmt(double v) {
-  char buf[64];
-  if (std::isnan(v)) return "-";
-  double a = std::fabs(v);
-  if (a >= 1000 || a == 0) {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  } else if (a >= 100) {
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-  } else if (a >= 1) {
-    std::snprintf(buf, sizeof buf, "%.2f", v);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3f", v);
-  }
-  return buf;
-}
 
 std::vector<double> values(const Outcome& o, const std::string& key) {
   std::vector<double> v;

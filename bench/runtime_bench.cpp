@@ -24,6 +24,7 @@
 
 #include "bench/child.hpp"
 #include "bench/peers.hpp"
+#include "bench/report.hpp"
 #include "bench/runtime_cases.hpp"
 
 namespace weft::bench {
@@ -342,29 +343,6 @@ struct Outcome {
   std::vector<ChildResult> runs;  // successful ones
   std::string error;              // the last failure, if any
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::string fmt(double v) {
-  char buf[64];
-  if (std::isnan(v)) return "-";
-  double a = std::fabs(v);
-  if (a >= 1000 || a == 0) {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  } else if (a >= 100) {
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-  } else if (a >= 1) {
-    std::snprintf(buf, sizeof buf, "%.2f", v);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3f", v);
-  }
-  return buf;
-}
 
 std::string fmt_kib(double kib) {
   char buf[64];
