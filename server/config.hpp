@@ -57,7 +57,7 @@ struct Config {
   unsigned processors = 0;  // 0: one per online CPU
   bool pin_processors = false;
   std::size_t stack_size = 64 * 1024;
-  unsigned spin = 100;
+  unsigned spin = 20;  // see conf/weft.toml
 
   // [io]
   IoBackend backend = IoBackend::automatic;
