@@ -7,6 +7,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if defined(WEFT_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace weft::rt {
 
 namespace {
@@ -73,6 +77,13 @@ Stack StackPool::allocate(Cache* cache) {
 }
 
 void StackPool::release(Cache* cache, Stack stack) {
+#if defined(WEFT_ASAN)
+  // A fiber ends by switching away from deep inside its frames, which never return, so
+  // their redzones stay poisoned in ASan's shadow; the next fiber on this stack would trip
+  // over them (seen: a "stack-buffer-overflow" on a local array in LocalQueue's overflow
+  // path, and an ASan CHECK failure describing it).
+  __asan_unpoison_memory_region(stack.bottom, stack.size);
+#endif
   if (cache) {
     if (cache->free.size() < kCacheMax) {
       cache->free.push_back(stack);
