@@ -62,11 +62,6 @@ class EpollDriver final : public IoDriver {
     return wait_events(0);
   }
 
-  IoStats stats() const override {
-    return {enters_.load(std::memory_order_relaxed), ops_.load(std::memory_order_relaxed),
-            completions_.load(std::memory_order_relaxed)};
-  }
-
   void park(int64_t timeout_ns) override {
     flush_cancels();
     wait_events(timeout_ns);
@@ -312,11 +307,6 @@ class EpollDriver final : public IoDriver {
     return n > 0 ? n : 0;
   }
 
-  static void bump(std::atomic<uint64_t>& c) {
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
-
-  std::atomic<uint64_t> enters_{0}, ops_{0}, completions_{0};
   int epfd_ = -1;
   int wake_fd_ = -1;
   std::vector<Slot> slots_;

@@ -12,6 +12,7 @@
 // poll.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -190,7 +191,10 @@ struct IoStats {
 class IoDriver : public Driver {
  public:
   /// Returns this driver's counters (relaxed snapshots; any thread).
-  virtual IoStats stats() const = 0;
+  IoStats stats() const {
+    return {enters_.load(std::memory_order_relaxed), ops_.load(std::memory_order_relaxed),
+            completions_.load(std::memory_order_relaxed)};
+  }
 
   /// Returns "io_uring" or "epoll".
   virtual const char* backend() const = 0;
@@ -221,6 +225,11 @@ class IoDriver : public Driver {
   // Owner: ends a ReadyWait (completed with io.result): unregisters it and starts its
   // callback on a new fiber. Nothing touches `r` afterwards.
   static void finish_ready(ReadyWait& r);
+  // Owner-only counters that others read (stats()): relaxed load and store, no RMW.
+  static void bump(std::atomic<uint64_t>& c) {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  std::atomic<uint64_t> enters_{0}, ops_{0}, completions_{0};
 
   Spinlock remote_lock_;
   IoWait* cancels_ = nullptr;

@@ -167,11 +167,6 @@ class IoUringDriver final : public IoDriver {
     [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
   }
 
-  IoStats stats() const override {
-    return {enters_.load(std::memory_order_relaxed), ops_.load(std::memory_order_relaxed),
-            completions_.load(std::memory_order_relaxed)};
-  }
-
   int64_t execute(IoRequest& req) override {
     if (req.op == IoOpcode::sendfile) return do_sendfile(req);
     // A non-blocking socket (or pipe) can still say -EAGAIN through io_uring: then wait
@@ -428,13 +423,7 @@ class IoUringDriver final : public IoDriver {
     return static_cast<int>(n);
   }
 
-  // Owner-only counters, read by others: relaxed load/store, no read-modify-write.
-  static void bump(std::atomic<uint64_t>& c) {
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
-
   IoOptions options_;
-  std::atomic<uint64_t> enters_{0}, ops_{0}, completions_{0};
   io_uring ring_{};
   bool ready_ = false;
   int wake_fd_ = -1;

@@ -126,7 +126,9 @@ class Processor {
   // made no scheduling progress (the owner runs a long fiber), like Go's runnext.
   std::atomic<Fiber*> lifo_{nullptr};
   unsigned lifo_streak_ = 0;
-  std::atomic<uint32_t> fence_word_{0};  // TSan builds: schedule()'s barrier, as an RMW
+#if defined(__SANITIZE_THREAD__)
+  std::atomic<uint32_t> fence_word_{0};  // schedule()'s barrier, as an RMW TSan can see
+#endif
   std::atomic<uint64_t> ticks_published_{0};  // tick_, for thieves judging progress
   struct VictimView {
     Fiber* lifo = nullptr;

@@ -37,11 +37,8 @@ class Waiter {
   /// Claims the waiter and wakes its fiber (next on this processor when `lifo`); returns
   /// false when another waker already did.
   bool wake(bool lifo = true) {
-    Fiber* f = fiber_;  // read before the claim: after it, *this may be gone
-    uint32_t expected = kPending;
-    if (!state_.compare_exchange_strong(expected, kDone, std::memory_order_acq_rel)) {
-      return false;
-    }
+    Fiber* f = claim();
+    if (!f) return false;
     detail::unpark(f, lifo);
     return true;
   }
@@ -50,7 +47,7 @@ class Waiter {
   /// pass to detail::unpark() once its locks are released; nullptr when another waker (or
   /// the waiter's own timeout) claimed it first. After a claim *this may be gone.
   Fiber* claim() {
-    Fiber* f = fiber_;
+    Fiber* f = fiber_;  // read before the claim: after it, *this may be gone
     uint32_t expected = kPending;
     if (!state_.compare_exchange_strong(expected, kDone, std::memory_order_acq_rel)) {
       return nullptr;
@@ -72,10 +69,7 @@ class Waiter {
 
   /// Claims the waiter for its own fiber (e.g. on timeout) so later wakers back off;
   /// returns false when a waker claimed it first.
-  bool cancel() {
-    uint32_t expected = kPending;
-    return state_.compare_exchange_strong(expected, kDone, std::memory_order_acq_rel);
-  }
+  bool cancel() { return claim() != nullptr; }
 
   Fiber* fiber() const { return fiber_; }
 
