@@ -9,13 +9,8 @@ void ConditionVariable::enqueue(Waiter* w) {
   waiters_.push_back(w);
 }
 
-bool ConditionVariable::park_until(Waiter* w, TimerEntry* timer, TimePoint deadline) {
-  timer->deadline_ns = to_ns(deadline);
-  timer->on_fire = [](void* arg) { static_cast<Waiter*>(arg)->wake(false); };
-  timer->arg = w;
-  Processor::current()->timers().add(timer);
-  w->wait();
-  TimerHeap::cancel(timer);
+bool ConditionVariable::park_until(Waiter* w, TimePoint deadline) {
+  w->wait_until(deadline);
   std::lock_guard g(lock_);
   if (w->linked) {
     waiters_.remove(w);  // still queued: the timer woke us

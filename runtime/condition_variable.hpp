@@ -11,7 +11,6 @@
 
 #include "runtime/clock.hpp"
 #include "runtime/spinlock.hpp"
-#include "runtime/timer.hpp"
 #include "runtime/waiter.hpp"
 
 namespace weft::rt {
@@ -44,10 +43,9 @@ class ConditionVariable {
   template <typename Lock>
   WaitStatus wait_until(Lock& lock, TimePoint deadline) {
     Waiter w;
-    TimerEntry timer;
     enqueue(&w);
     lock.unlock();
-    bool notified = park_until(&w, &timer, deadline);
+    bool notified = park_until(&w, deadline);
     lock.lock();
     return notified ? WaitStatus::notified : WaitStatus::timeout;
   }
@@ -75,7 +73,7 @@ class ConditionVariable {
 
  private:
   void enqueue(Waiter* w);
-  bool park_until(Waiter* w, TimerEntry* timer, TimePoint deadline);
+  bool park_until(Waiter* w, TimePoint deadline);
 
   Spinlock lock_;
   WaitList waiters_;

@@ -243,7 +243,8 @@ class EpollDriver final : public IoDriver {
     epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd, nullptr);
     free_slot(w->slot);
     if (w->has_timer) {
-      // From the timer we run under the heap's lock; otherwise make sure it cannot fire.
+      // From the timer its entry is firing (cancelling it from its own callback would wait
+      // for itself); otherwise make sure it cannot fire.
       if (!from_timer) TimerHeap::cancel(&w->timer);
       w->has_timer = false;
     }

@@ -12,8 +12,8 @@
 // unpark of its own; callers loop on their condition.
 //
 // Who touches what: `ctx`, `stack` and the callable belong to whichever processor runs the
-// fiber; `park_state`, `join_word` and `refs` are atomics any thread may use; `next` belongs
-// to whichever queue or wait list holds the fiber (at most one at a time).
+// fiber; `park_state`, `join_word`, `refs` and `ready_at` are atomics any thread may use;
+// `next` belongs to whichever queue or wait list holds the fiber (at most one at a time).
 //
 // Shutdown: a Fiber's control block is freed when both its own run and its handle are done
 // with it (refs). Handles must not outlive the Runtime that made them.
@@ -59,6 +59,10 @@ struct Fiber {
   std::atomic<uint32_t> park_state{kEmpty};
   std::atomic<uintptr_t> join_word{kRunning};
   std::atomic<uint32_t> refs{0};
+  // cycles() when the fiber last became ready; written by whoever queues it, read racily by
+  // processors judging how long another's queue head has waited (a stale value only delays
+  // or hastens one look).
+  std::atomic<uint64_t> ready_at{0};
   bool is_main = false;
   uint64_t id = 0;
   void (*invoke)(Fiber*) = nullptr;   // runs, then destroys, the callable

@@ -128,6 +128,15 @@ class LocalQueue {
     return batch[n - 1];
   }
 
+  /// Returns the oldest queued fiber without taking it, or nullptr; any thread. Racy: the
+  /// fiber may be taken (and even requeued elsewhere) at once; use it as a hint only.
+  Fiber* peek() const {
+    uint32_t h = head_.load(std::memory_order_acquire);
+    uint32_t t = tail_.load(std::memory_order_acquire);
+    if (h == t || t - h > kCapacity) return nullptr;
+    return slots_[h % kCapacity].load(std::memory_order_relaxed);
+  }
+
   /// Returns the approximate number of queued fibers; any thread.
   uint32_t size() const {
     uint32_t t = tail_.load(std::memory_order_acquire);

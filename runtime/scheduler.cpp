@@ -27,6 +27,16 @@ constexpr uint64_t kPollInterval = 61;
 // depth-first (few live stacks) while the oldest ready fiber still waits at most 16
 // hand-offs. Picked, to be measured (skynet's peak RSS against transfer's maximum delay).
 constexpr unsigned kMaxLifoStreak = 16;
+// How often (in picks) a busy processor refreshes its cycle count (clock_), and so how
+// stale a ready stamp may be. A read costs ~20 ns here: every 32nd pick keeps it under 1 ns
+// a pick. Measured with runtime_bench's yield rows (docs/benchmarks.md, "Helping").
+constexpr uint64_t kClockInterval = 32;
+// Fibers one help look may take from another processor's queue (the first runs at once,
+// the others queue here): a processor stuck in a long fiber has its whole queue waiting.
+constexpr unsigned kHelpBatch = 8;
+// Looks per help_age: a fiber waits at most about help_age plus help_age / kLookPerAge
+// before a busy processor notices it.
+constexpr int64_t kLookPerAge = 4;
 // Fibers taken from the global queue at once when a processor runs dry.
 constexpr unsigned kGlobalBatch = 32;
 // Control blocks per chunk, and per-processor cache bound.
@@ -107,6 +117,7 @@ Processor::~Processor() = default;
 
 void Processor::run() {
   tls_processor = this;
+  clock_ = cycles();
   adopt_thread_context(sched_ctx_);
   driver_->attach();
   {
@@ -165,6 +176,7 @@ void Processor::after_switch() {
     case Pending::none:
       break;
     case Pending::requeue:
+      f->ready_at.store(clock_, std::memory_order_relaxed);
       local_.push(f, rt_.global_);
       rt_.notify_work(false);
       break;
@@ -200,6 +212,7 @@ void Processor::release_fiber(Fiber* f) {
 }
 
 void Processor::schedule(Fiber* f, bool lifo) {
+  f->ready_at.store(clock_, std::memory_order_relaxed);
   if (lifo) {
     // seq_cst: a locked exchange on x86 either way, and it orders the push before
     // notify_work's loads (below).
@@ -232,6 +245,15 @@ Fiber* Processor::pick_fast() {
   }
   if (tick_ % kPollInterval == 0) poll_events();
   ticks_published_.store(tick_, std::memory_order_relaxed);
+  if (tick_ % kClockInterval == 0 && rt_.procs_.size() > 1) {
+    clock_ = cycles();
+    // A look costs a few cache misses on another processor's queue lines (and makes that
+    // processor's next writes miss too), so it is rationed in time, not in picks.
+    if (clock_ - last_look_ >= rt_.look_interval_cycles_) {
+      last_look_ = clock_;
+      if (Fiber* f = help()) return f;
+    }
+  }
   if (lifo_.load(std::memory_order_relaxed)) {
     Fiber* f = lifo_.exchange(nullptr, std::memory_order_acq_rel);
     if (f) {
@@ -249,6 +271,7 @@ Fiber* Processor::pick_fast() {
 void Processor::poll_events() {
   driver_->poll();
   round_time_ = now();
+  clock_ = cycles();
   if (timers_.earliest() != TimerHeap::kNone) timers_.fire_due(to_ns(round_time_));
 }
 
@@ -309,10 +332,7 @@ void Processor::stop_searching(bool found_work) {
 Fiber* Processor::steal() {
   std::size_t n = rt_.procs_.size();
   if (victims_.size() != n) victims_.assign(n, VictimView{});
-  rng_ ^= rng_ << 13;
-  rng_ ^= rng_ >> 7;
-  rng_ ^= rng_ << 17;
-  std::size_t start = rng_ % n;
+  std::size_t start = next_random() % n;
   for (std::size_t i = 0; i < n; ++i) {
     std::size_t vi = (start + i) % n;
     Processor* victim = rt_.procs_[vi].get();
@@ -336,6 +356,72 @@ Fiber* Processor::steal() {
   return rt_.global_.pop();
 }
 
+uint64_t Processor::next_random() {
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  return rng_;
+}
+
+namespace {
+
+// How long f has been ready, in cycles (0 when its stamp is newer than `now_cycles`: another
+// core read the counter later, or f was requeued since it was seen).
+int64_t ready_age(const Fiber* f, int64_t now_cycles) {
+  int64_t at = static_cast<int64_t>(f->ready_at.load(std::memory_order_relaxed));
+  return now_cycles > at ? now_cycles - at : 0;
+}
+
+}  // namespace
+
+int64_t Processor::oldest_own_stamp(int64_t now_cycles) const {
+  int64_t oldest = now_cycles;
+  if (Fiber* l = lifo_.load(std::memory_order_relaxed)) {
+    oldest = std::min(oldest, now_cycles - ready_age(l, now_cycles));
+  }
+  if (Fiber* h = local_.peek()) oldest = std::min(oldest, now_cycles - ready_age(h, now_cycles));
+  return oldest;
+}
+
+Fiber* Processor::help() {
+  std::size_t n = rt_.procs_.size();
+  if (n < 2) return nullptr;
+  Processor* victim = rt_.procs_[(index_ + 1 + next_random() % (n - 1)) % n].get();
+  Fiber* lifo = victim->lifo_.load(std::memory_order_relaxed);
+  Fiber* head = victim->local_.peek();
+  if (!lifo && !head) return nullptr;
+  int64_t t = static_cast<int64_t>(clock_);
+  int64_t limit = std::max(rt_.help_age_cycles_, 2 * (t - oldest_own_stamp(t)));
+  Fiber* taken = nullptr;
+  // A LIFO slot this old means its owner has picked nothing for that long: it runs a fiber
+  // that does not yield. Take the slot's fiber the way a thief does (one CAS).
+  if (lifo && ready_age(lifo, t) > limit) {
+    Fiber* expected = lifo;
+    if (victim->lifo_.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel)) {
+      taken = lifo;
+    }
+  }
+  // The head seen may be gone already; pop() takes whichever fiber is the head now, which
+  // has waited at least as long as anything behind it. Then more, while they are as old.
+  unsigned n_taken = taken ? 1 : 0;
+  if (!taken && head && ready_age(head, t) > limit) {
+    taken = victim->local_.pop();
+    if (taken) ++n_taken;
+    while (taken && n_taken < kHelpBatch) {
+      Fiber* next = victim->local_.peek();
+      if (!next || ready_age(next, t) <= limit) break;
+      next = victim->local_.pop();
+      if (!next) break;
+      local_.push(next, rt_.global_);
+      ++n_taken;
+    }
+  }
+  if (n_taken > 0) {
+    helped_.store(helped_.load(std::memory_order_relaxed) + n_taken, std::memory_order_relaxed);
+  }
+  return taken;
+}
+
 void Processor::park_idle() {
   {
     std::lock_guard lock(rt_.idle_mu_);
@@ -356,6 +442,7 @@ void Processor::park_idle() {
     if (next != TimerHeap::kNone) timeout = std::max<int64_t>(0, next - to_ns(now()));
     driver_->park(timeout);
     round_time_ = now();  // coarse_now() must not stay at the time we went to sleep
+    clock_ = cycles();
   }
   std::lock_guard lock(rt_.idle_mu_);
   auto it = std::find(rt_.sleepers_.begin(), rt_.sleepers_.end(), this);
@@ -423,6 +510,10 @@ Runtime::Runtime(RuntimeOptions options)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     options_.processors = n > 0 ? static_cast<unsigned>(n) : 1;
   }
+  help_age_cycles_ = static_cast<int64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.help_age).count() *
+      static_cast<int64_t>(cycles_per_us()) / 1000);
+  look_interval_cycles_ = static_cast<uint64_t>(help_age_cycles_ / kLookPerAge);
   for (unsigned i = 0; i < options_.processors; ++i) {
     std::unique_ptr<Driver> d =
         options_.make_driver ? options_.make_driver(i) : make_basic_driver();
@@ -483,6 +574,7 @@ void Runtime::run_main(Fiber* main) {
 }
 
 void Runtime::push_global(Fiber* f) {
+  f->ready_at.store(cycles(), std::memory_order_relaxed);
   global_.push(f);
   notify_work(true);
 }
@@ -650,15 +742,9 @@ void park() {
 }
 
 void sleep_until(TimePoint deadline) {
-  Processor* p = Processor::current();
   if (now() >= deadline) return;
   Waiter w;
-  TimerEntry e;
-  e.deadline_ns = to_ns(deadline);
-  e.on_fire = [](void* arg) { static_cast<Waiter*>(arg)->wake(false); };
-  e.arg = &w;
-  p->timers().add(&e);
-  w.wait();
+  w.wait_until(deadline);
 }
 
 void FiberHandle::join() {

@@ -2,14 +2,26 @@
 //
 // Each processor has a local run queue (stealable), a LIFO slot for the fiber it just woke,
 // a timer heap and a driver to block in. Work from outside the runtime, and overflow, goes
-// to a shared global queue.
+// to a shared global queue. Every fiber is stamped when it becomes ready (Fiber::ready_at:
+// the processor's cached cycle count, see clock_), wherever it is queued.
 //
 // Picking the next fiber, in order: every 61st pick the global queue first (so outside work
-// and overflow cannot starve); the LIFO slot, at most 3 times in a row (a ping-pong pair
-// keeps its cache-warm hand-off, but cannot starve the queue); the local queue head; then
-// the slow path: driver poll and due timers, the global queue, stealing half of another
-// processor's queue, `spin` rounds of all that, and finally parking in the driver until the
-// next timer. Yield puts the fiber at the tail of the local queue.
+// and overflow cannot starve); every 16th pick, *help* (below); the LIFO slot, at most 16
+// times in a row (a ping-pong pair keeps its cache-warm hand-off, but cannot starve the
+// queue); the local queue head; then the slow path: driver poll and due timers, the global
+// queue, stealing half of another processor's queue, `spin` rounds of all that, and finally
+// parking in the driver until the next timer. Yield puts the fiber at the tail of the local
+// queue.
+//
+// Helping (after the Cforall scheduler's relaxed FIFO): stealing alone moves work only when
+// a processor runs dry, so a fiber queued behind one that never yields would wait forever
+// while every other processor stays busy. So a busy processor also looks, every 16th pick,
+// at one other processor chosen at random: if that one's LIFO slot or queue head has been
+// ready for longer than `help_age` and more than twice as long as this processor's own
+// oldest ready fiber, it takes that one fiber and runs it. A ready fiber therefore waits
+// about `help_age` plus a few of its helpers' picks at most, whatever its own processor
+// does. The look costs a cycle-counter read and a few loads of the other processor's queue
+// lines; a take is one CAS, the same one stealing uses. Each processor counts its takes.
 //
 // Idle protocol (after Go and Tokio): at most half the processors search for work at once.
 // Whoever makes work available wakes one parked processor if none is searching; a searcher
@@ -47,6 +59,10 @@ struct RuntimeOptions {
   bool pin = false;         // pin processor i to the i-th allowed CPU
   std::size_t stack_size = 64 * 1024;
   unsigned spin = 100;  // slow-path rounds before parking
+  // How long a ready fiber may wait on a busy processor before another busy processor takes
+  // it (see "Helping"). Picked: ten times a loaded queue's usual wait, far under a
+  // client's patience; to be measured against the transfer benchmark and the locality cost.
+  Duration help_age = std::chrono::microseconds(100);
   // Makes each processor's driver; null: the basic driver (no I/O).
   std::function<std::unique_ptr<Driver>(unsigned index)> make_driver;
 };
@@ -76,6 +92,12 @@ class Processor {
   Runtime& runtime() { return rt_; }
   /// Returns the fiber running here, or nullptr in the scheduler context.
   Fiber* running() const { return current_; }
+  /// Returns how many scheduling rounds (picks) this processor has made (approximate; any
+  /// thread).
+  uint64_t rounds() const { return ticks_published_.load(std::memory_order_relaxed); }
+  /// Returns how many fibers this processor took from busy processors by helping (any
+  /// thread).
+  uint64_t helped() const { return helped_.load(std::memory_order_relaxed); }
   /// Returns the number of fibers in the local queue (approximate; any thread).
   uint32_t queue_length() const {
     return local_.size() + (lifo_.load(std::memory_order_relaxed) ? 1 : 0);
@@ -108,6 +130,9 @@ class Processor {
   Fiber* pick_fast();  // local work only, never blocks
   Fiber* find_work();  // slow path; null when the runtime stops
   Fiber* steal();
+  Fiber* help();
+  int64_t oldest_own_stamp(int64_t now_cycles) const;
+  uint64_t next_random();
   void park_idle();
   void switch_from(Fiber* cur, Pending action, Fiber* next);
   void resume(ExecContext& from, Fiber* next, bool from_exiting);
@@ -130,12 +155,19 @@ class Processor {
   std::atomic<uint32_t> fence_word_{0};  // schedule()'s barrier, as an RMW TSan can see
 #endif
   std::atomic<uint64_t> ticks_published_{0};  // tick_, for thieves judging progress
+  std::atomic<uint64_t> helped_{0};           // owner writes, anyone reads
   struct VictimView {
     Fiber* lifo = nullptr;
     uint64_t ticks = 0;
   };
   std::vector<VictimView> victims_;  // what this processor saw of each other at its last steal
   uint64_t tick_ = 0;
+  // cycles() as of every 32nd pick, poll or wake-up: the stamp given to the fibers this
+  // processor makes ready (a read of the counter costs ~20 ns here, as much as half a yield).
+  // A stamp is at most 32 picks, or the run of one fiber, too old; a fiber made ready by one
+  // that has run long looks older, which is what its waiting means anyway.
+  uint64_t clock_ = 0;
+  uint64_t last_look_ = 0;  // clock_ at the latest help look
   TimePoint round_time_{};
   Pending pending_ = Pending::none;
   Fiber* pending_fiber_ = nullptr;
@@ -213,6 +245,8 @@ class Runtime {
   std::atomic<std::size_t> live_{0};
   std::atomic<uint64_t> next_id_{1};
   std::size_t leftover_ = 0;
+  int64_t help_age_cycles_ = 0;        // options_.help_age in cycles()
+  uint64_t look_interval_cycles_ = 0;  // the least time between two help looks
 
   // Start barrier: processors wait until every driver is attached.
   std::mutex start_mu_;

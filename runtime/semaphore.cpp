@@ -2,8 +2,6 @@
 
 #include <mutex>
 
-#include "runtime/scheduler.hpp"
-#include "runtime/timer.hpp"
 
 namespace weft::rt {
 
@@ -40,13 +38,7 @@ bool Semaphore::try_acquire_until(TimePoint deadline) {
     if (now() >= deadline) return false;
     waiters_.push_back(&w);
   }
-  TimerEntry timer;
-  timer.deadline_ns = to_ns(deadline);
-  timer.on_fire = [](void* arg) { static_cast<Waiter*>(arg)->wake(false); };
-  timer.arg = &w;
-  Processor::current()->timers().add(&timer);
-  w.wait();
-  TimerHeap::cancel(&timer);  // after this, the timer cannot be firing
+  w.wait_until(deadline);
   std::lock_guard g(lock_);
   if (w.linked) waiters_.remove(&w);  // the timer won: leave the queue
   return w.granted;

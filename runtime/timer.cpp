@@ -1,13 +1,14 @@
 #include "runtime/timer.hpp"
 
 #include <mutex>
+#include <thread>
 
 namespace weft::rt {
 
 void TimerHeap::add(TimerEntry* e) {
   std::lock_guard g(lock_);
   e->seq = next_seq_++;
-  e->heap = this;
+  e->heap.store(this, std::memory_order_relaxed);
   e->index = heap_.size();
   heap_.push_back(e);
   sift_up(e->index);
@@ -15,32 +16,55 @@ void TimerHeap::add(TimerEntry* e) {
 }
 
 bool TimerHeap::cancel(TimerEntry* e) {
-  // The entry's heap can only change from non-null to null (when it fires or is
-  // cancelled), so read it, lock that heap, and re-check under its lock.
-  TimerHeap* h = __atomic_load_n(&e->heap, __ATOMIC_ACQUIRE);
-  if (!h) return false;
-  std::lock_guard g(h->lock_);
-  if (e->heap != h) return false;
-  h->remove_at(e->index);
-  __atomic_store_n(&e->heap, nullptr, __ATOMIC_RELEASE);
-  h->publish_earliest();
-  return true;
+  // The entry's heap changes only under that heap's lock, so read it, lock that heap and
+  // re-check under its lock. fire_due sets `firing` before it clears `heap` (both under the
+  // lock), so a null heap read after the lock (or with acquire) shows a firing in progress.
+  if (TimerHeap* h = e->heap.load(std::memory_order_acquire)) {
+    std::lock_guard g(h->lock_);
+    if (e->heap.load(std::memory_order_relaxed) == h) {
+      h->remove_at(e->index);
+      e->heap.store(nullptr, std::memory_order_relaxed);
+      h->publish_earliest();
+      return true;
+    }
+  }
+  if (e->firing.load(std::memory_order_acquire)) {
+    if (on_cancel_wait) on_cancel_wait(e);
+    // on_fire is short (it claims a waiter or queues a cancel), so spin; yield the thread
+    // now and then in case the firing thread was preempted.
+    for (unsigned spins = 0; e->firing.load(std::memory_order_acquire); ++spins) {
+      if (spins % 64 == 63) {
+        std::this_thread::yield();
+      } else {
+        cpu_relax();
+      }
+    }
+  }
+  return false;
 }
 
 std::size_t TimerHeap::fire_due(int64_t now_ns) {
   if (earliest() > now_ns) return 0;
   std::size_t n = 0;
-  std::lock_guard g(lock_);
-  while (!heap_.empty() && heap_[0]->deadline_ns <= now_ns) {
-    TimerEntry* e = heap_[0];
-    remove_at(0);
-    __atomic_store_n(&e->heap, nullptr, __ATOMIC_RELEASE);
-    // Under the lock: a concurrent cancel() waits for this, so `e` stays alive meanwhile.
+  while (true) {
+    TimerEntry* e = nullptr;
+    {
+      std::lock_guard g(lock_);
+      if (!heap_.empty() && heap_[0]->deadline_ns <= now_ns) {
+        e = heap_[0];
+        remove_at(0);
+        e->firing.store(true, std::memory_order_relaxed);
+        e->heap.store(nullptr, std::memory_order_release);
+      }
+      publish_earliest();
+    }
+    if (!e) return n;
+    // Outside the lock (a callback may arm or cancel other timers of this heap); a
+    // concurrent cancel() of `e` waits for the store below, so `e` stays alive meanwhile.
     if (e->on_fire) e->on_fire(e->arg);
+    e->firing.store(false, std::memory_order_release);
     ++n;
   }
-  publish_earliest();
-  return n;
 }
 
 std::size_t TimerHeap::size() const {

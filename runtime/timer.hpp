@@ -1,11 +1,18 @@
 // TimerHeap: one processor's timers, as a binary min-heap of entries owned by their waiters.
 //
-// An entry lives on the stack of the fiber that waits for it, which cancels it (or sees it
-// fire) before returning, so the heap never points at a dead stack. The heap is guarded by a
-// spinlock because a fiber woken by something else may run on another processor and cancel
-// its entry from there. on_fire runs under that lock, so once cancel() has returned no firing
-// is in progress and the entry may die. `earliest_ns` lets the owner skip the lock when
-// nothing is due. Entries fire in deadline order and never before their deadline.
+// An entry lives on the stack of the fiber that waits for it, which always calls cancel()
+// before returning, whether the timer fired or not, so the heap never points at a dead
+// stack. The heap is guarded by a spinlock because a fiber woken by something else may run
+// on another processor and cancel its entry from there.
+//
+// An entry's states: idle (heap null) -> queued (heap set) -> firing (heap null, `firing`
+// set, on_fire running on the owner thread, outside the lock) -> idle. cancel() of a queued
+// entry unlinks it; of a firing one it waits until on_fire has returned. So once cancel()
+// has returned, no callback of that entry runs or is still running, and the entry may die:
+// on_fire may touch the waiter's stack frame freely. The firing thread's last access to an
+// entry is the release store that clears `firing`. on_fire must not cancel its own entry.
+// `earliest_ns` lets the owner skip the lock when nothing is due. Entries fire in deadline
+// order and never before their deadline.
 #pragma once
 
 #include <atomic>
@@ -25,8 +32,9 @@ struct TimerEntry {
   int64_t deadline_ns = 0;
   uint64_t seq = 0;  // ties broken by insertion order
   std::size_t index = 0;
-  TimerHeap* heap = nullptr;             // set while queued; guarded by that heap's lock
-  void (*on_fire)(void* arg) = nullptr;  // runs under the heap's lock: keep it short
+  std::atomic<TimerHeap*> heap{nullptr};  // set while queued; changed under that heap's lock
+  std::atomic<bool> firing{false};         // set while on_fire runs
+  void (*on_fire)(void* arg) = nullptr;    // runs on the heap's owner thread: keep it short
   void* arg = nullptr;
 };
 
@@ -38,9 +46,14 @@ class TimerHeap {
   /// cancel() returned.
   void add(TimerEntry* e);
 
-  /// Removes `e` if it has not fired; returns true if it was removed before firing. Callable
-  /// from any thread; after it returns, `e` is no longer referenced and not being fired.
+  /// Removes `e` if it has not fired, or waits until its firing has finished; returns true
+  /// if it was removed before firing. Callable from any thread but the firing one; after it
+  /// returns, `e` is no longer referenced and no callback of it runs.
   static bool cancel(TimerEntry* e);
+
+  /// Test seam: called (when set) each time cancel() finds its entry firing, before it
+  /// waits, so a test can prove that cancel() waits for a callback held open.
+  static inline void (*on_cancel_wait)(TimerEntry* e) = nullptr;
 
   /// Fires every entry due at `now_ns`, in deadline order; returns the number fired.
   std::size_t fire_due(int64_t now_ns);

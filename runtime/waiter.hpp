@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/clock.hpp"
 #include "runtime/fiber.hpp"
 #include "runtime/spinlock.hpp"
 
@@ -60,6 +61,11 @@ class Waiter {
     while (state_.load(std::memory_order_acquire) != kDone) park();
   }
 
+  /// Parks until some waker has claimed this waiter, or until `deadline`, when a timer on
+  /// this processor claims it; returns false when the timer did. When it returns, the timer
+  /// is cancelled and no longer running, so the waiter may go out of scope.
+  bool wait_until(TimePoint deadline);
+
   /// Makes a finished waiter pending again, for another wait; only when no waker can reach
   /// it (it is on no list).
   void reset() { state_.store(kPending, std::memory_order_relaxed); }
@@ -80,6 +86,7 @@ class Waiter {
  private:
   Fiber* fiber_;
   std::atomic<uint32_t> state_{kPending};
+  bool timed_out_ = false;  // written by the timer's callback, read after cancelling it
 };
 
 /// An intrusive FIFO of waiters; the owner's lock guards it.

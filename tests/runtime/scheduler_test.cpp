@@ -3,6 +3,8 @@
 #include "runtime/scheduler.hpp"
 
 #include <atomic>
+#include <deque>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -11,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/fiber.hpp"
+#include "runtime/semaphore.hpp"
 
 #include "tests/runtime/test_scale.hpp"
 
@@ -240,6 +243,180 @@ TEST(Scheduler, CurrentFiberIdsAreDistinct) {
 
 namespace weft::rt {
 namespace {
+
+// --- Fairness with every processor busy: helping ---------------------------------------
+
+// Scheduling rounds made so far by every processor but `except` (default: the caller's).
+uint64_t others_rounds(Runtime& rt, unsigned except) {
+  uint64_t sum = 0;
+  for (unsigned i = 0; i < rt.processors(); ++i) {
+    if (i != except) sum += rt.processor(i).rounds();
+  }
+  return sum;
+}
+
+uint64_t others_rounds(Runtime& rt) {
+  return others_rounds(rt, Processor::current()->index());
+}
+
+// Far more rounds than helping needs (help_age is 100 us; a round is at least tens of ns, so
+// about 10^4 rounds a processor) and far fewer than a stall lets pass before the bound trips.
+constexpr uint64_t kRoundBound = 2'000'000;
+
+// Keeps every processor busy with fibers that yield in a loop until `stop`; returns once
+// each processor has run one of them (so none of them runs dry and steals).
+std::vector<FiberHandle> occupy_all(Runtime& rt, std::atomic<bool>& stop) {
+  auto seen = std::make_shared<std::atomic<uint64_t>>(0);
+  std::vector<FiberHandle> hs;
+  for (unsigned i = 0; i < 2 * rt.processors(); ++i) {
+    hs.push_back(spawn([&stop, seen] {
+      while (!stop.load(std::memory_order_acquire)) {
+        seen->fetch_or(1ull << Processor::current()->index(), std::memory_order_relaxed);
+        yield();
+      }
+    }));
+  }
+  uint64_t all = (1ull << rt.processors()) - 1;
+  for (int i = 0; i < 10'000'000 && seen->load() != all; ++i) yield();
+  EXPECT_EQ(seen->load(), all) << "could not occupy every processor";
+  return hs;
+}
+
+// A fiber spinning without yielding, on a processor whose queue holds fibers behind it,
+// while every other processor runs fibers that yield: each queued fiber still runs, within
+// a bounded number of the other processors' scheduling rounds.
+void spinner_cannot_starve_queue(unsigned procs) {
+  Runtime rt(opts(procs));
+  constexpr int kQueued = 8;
+  std::atomic<int> ran{0};
+  uint64_t worst = 0;
+  rt.run([&] {
+    std::atomic<bool> stop{false};
+    auto busy = occupy_all(rt, stop);
+    std::vector<uint64_t> ran_at(kQueued, 0);
+    uint64_t start = 0;
+    unsigned spin_proc = 0;
+    std::atomic<bool> started{false};
+    // Posted to this processor's queue: the spinner first, the queued fibers behind it.
+    auto spinner = spawn([&] {
+      spin_proc = Processor::current()->index();
+      start = others_rounds(rt);
+      started.store(true);
+      auto limit = now() + std::chrono::seconds(30);  // a hang guard, not the criterion
+      while (ran.load() < kQueued && others_rounds(rt) - start < kRoundBound && now() < limit) {
+        cpu_relax();
+      }
+    });
+    std::vector<FiberHandle> queued;
+    for (int i = 0; i < kQueued; ++i) {
+      queued.push_back(spawn([&, i] {
+        ran_at[i] = started.load() ? others_rounds(rt, spin_proc) - start : 0;
+        ran.fetch_add(1);
+      }));
+    }
+    spinner.join();
+    stop.store(true);
+    for (auto& h : busy) h.join();
+    for (auto& h : queued) h.join();
+    for (uint64_t r : ran_at) worst = std::max(worst, r);
+  });
+  EXPECT_EQ(ran.load(), kQueued) << "fibers queued behind a spinning fiber did not run";
+  EXPECT_LT(worst, kRoundBound) << procs << " processors";
+  uint64_t helped = 0;
+  for (unsigned i = 0; i < rt.processors(); ++i) helped += rt.processor(i).helped();
+  EXPECT_GT(helped, 0u);
+}
+
+TEST(Fairness, SpinnerCannotStarveItsQueueTwoProcessors) {
+  spinner_cannot_starve_queue(2);
+}
+
+TEST(Fairness, SpinnerCannotStarveItsQueueFourProcessors) {
+  spinner_cannot_starve_queue(4);
+}
+
+// The thesis' transfer scenario: a leader busy-waits, never yielding, until every other
+// fiber has acknowledged its epoch; the others yield (or park) in between. Every epoch must
+// end within a bounded number of the other processors' rounds: none stalls.
+void transfer_completes(unsigned procs, bool park_followers) {
+  Runtime rt(opts(procs));
+  constexpr unsigned kFibers = 16;
+  const uint64_t epochs = static_cast<uint64_t>(scaled(200));
+  std::atomic<uint64_t> done_epochs{0};
+  std::atomic<bool> stalled{false};
+  rt.run([&] {
+    struct Member {
+      std::atomic<uint64_t> seen{0};
+      Semaphore sem{0};
+    };
+    std::deque<Member> m(kFibers);
+    std::atomic<uint64_t> epoch{0};
+    std::atomic<unsigned> leader{0};
+    auto over = [&] { return done_epochs.load() >= epochs || stalled.load(); };
+    auto lead = [&](unsigned me) {
+      uint64_t e = epoch.load() + 1;
+      m[me].seen.store(e);
+      epoch.store(e);
+      uint64_t start = others_rounds(rt);
+      auto limit = now() + std::chrono::seconds(30);  // a hang guard, not the criterion
+      for (unsigned i = 0; i < kFibers; ++i) {
+        while (m[i].seen.load() != e) {
+          if (others_rounds(rt) - start > kRoundBound || now() > limit) {
+            stalled.store(true);
+            break;
+          }
+          cpu_relax();
+        }
+      }
+      done_epochs.fetch_add(1);
+      leader.store(static_cast<unsigned>((e * 7 + 3) % kFibers));
+      if (park_followers) {
+        for (unsigned i = 0; i < kFibers; ++i) {
+          if (i != me) m[i].sem.release();
+        }
+      }
+    };
+    auto follow = [&](unsigned me) {
+      yield();
+      uint64_t e = epoch.load();
+      if (e == m[me].seen.load()) return;
+      m[me].seen.store(e);
+      if (park_followers) {
+        m[me].sem.acquire();
+      } else {
+        yield();
+      }
+    };
+    std::vector<FiberHandle> hs;
+    for (unsigned i = 0; i < kFibers; ++i) {
+      hs.push_back(spawn([&, i] {
+        while (!over()) {
+          if (leader.load() == i) {
+            lead(i);
+          } else {
+            follow(i);
+          }
+        }
+        // Let followers parked on the last epoch go.
+        for (auto& mm : m) mm.sem.release();
+      }));
+    }
+    for (auto& h : hs) h.join();
+  });
+  EXPECT_FALSE(stalled.load()) << procs << " processors, "
+                               << (park_followers ? "park" : "yield");
+  EXPECT_GE(done_epochs.load(), epochs);
+}
+
+TEST(Fairness, TransferWithYieldingFollowersNeverStalls) {
+  transfer_completes(2, false);
+  transfer_completes(4, false);
+}
+
+TEST(Fairness, TransferWithParkingFollowersNeverStalls) {
+  transfer_completes(2, true);
+  transfer_completes(4, true);
+}
 
 // A fiber woken into the waker's LIFO slot must not wait for a waker that stays busy when
 // another processor is idle: the idle one takes it.

@@ -3,12 +3,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "runtime/scheduler.hpp"
+#include "runtime/semaphore.hpp"
+#include "tests/runtime/test_scale.hpp"
 
 namespace weft::rt {
 namespace {
@@ -40,7 +44,8 @@ TEST(TimerHeap, FiresInDeadlineOrderAndOnlyWhenDue) {
   heap.fire_due(100000);
   ASSERT_EQ(fired.size(), 100u);
   for (std::size_t i = 1; i < fired.size(); ++i) {
-    auto a = entries[fired[i - 1]], b = entries[fired[i]];
+    const TimerEntry& a = entries[fired[i - 1]];
+    const TimerEntry& b = entries[fired[i]];
     EXPECT_TRUE(a.deadline_ns < b.deadline_ns ||
                 (a.deadline_ns == b.deadline_ns && fired[i - 1] < fired[i]));
   }
@@ -109,6 +114,86 @@ TEST(Sleep, SleepersWakeInDeadlineOrder) {
     for (auto& h : hs) h.join();
   });
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+// The timer-cancel race: fire_due has taken an entry off the heap and runs its callback
+// while another thread cancels it. cancel() must not return before the callback has, or the
+// entry's owner frees a frame the callback still writes to. The callback is held open until
+// cancel() reports (through the test seam) that it is waiting, or until cancel() returned,
+// which is the bug; both sides are bounded, no timing decides the outcome.
+TEST(TimerHeap, CancelWaitsForACallbackInProgress) {
+  struct State {
+    std::atomic<bool> entered{false};
+    std::atomic<bool> cancel_waiting{false};
+    std::atomic<bool> cancel_returned{false};
+    std::atomic<bool> returned_while_firing{false};
+    std::atomic<bool> gave_up{false};
+  };
+  static State* state = nullptr;
+  State st;
+  state = &st;
+  TimerHeap::on_cancel_wait = [](TimerEntry*) { state->cancel_waiting.store(true); };
+  TimerHeap heap;
+  TimerEntry e;
+  e.deadline_ns = 1;
+  e.arg = &st;
+  e.on_fire = [](void* a) {
+    auto* s = static_cast<State*>(a);
+    s->entered.store(true);
+    auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!s->cancel_waiting.load() && !s->cancel_returned.load()) {
+      if (std::chrono::steady_clock::now() > limit) {
+        s->gave_up.store(true);
+        break;
+      }
+      std::this_thread::yield();
+    }
+    if (s->cancel_returned.load()) s->returned_while_firing.store(true);
+  };
+  heap.add(&e);
+  bool removed = true;
+  std::thread canceller([&] {
+    while (!st.entered.load()) std::this_thread::yield();
+    removed = TimerHeap::cancel(&e);
+    st.cancel_returned.store(true);
+  });
+  EXPECT_EQ(heap.fire_due(10), 1u);
+  canceller.join();
+  TimerHeap::on_cancel_wait = nullptr;
+  EXPECT_FALSE(removed);
+  EXPECT_FALSE(st.returned_while_firing.load()) << "cancel() returned while on_fire ran";
+  EXPECT_TRUE(st.cancel_waiting.load());
+  EXPECT_FALSE(st.gave_up.load());
+  EXPECT_FALSE(e.firing.load());
+}
+
+// Timed waits on fibers racing their wakers across processors: a released permit and the
+// deadline arrive together, so either side may win; every waiter's frame dies right after.
+// Under TSan and ASan a callback that outlived cancel() shows as a race or a use after return.
+TEST(TimedWait, DeadlineRacingAWakerLeavesNothingBehind) {
+  RuntimeOptions o;
+  o.processors = 2;
+  Runtime rt(o);
+  int rounds = scaled(2000);
+  std::atomic<int> granted{0}, timed_out{0};
+  rt.run([&] {
+    for (int i = 0; i < rounds; ++i) {
+      Semaphore sem(0);
+      auto deadline = now() + std::chrono::microseconds(20);
+      auto releaser = spawn([&] {
+        while (now() < deadline) cpu_relax();
+        sem.release();
+      });
+      if (sem.try_acquire_until(deadline)) {
+        granted.fetch_add(1);
+      } else {
+        timed_out.fetch_add(1);
+      }
+      releaser.join();
+      sleep_for(std::chrono::microseconds(i % 3));  // the frames of both waits get reused
+    }
+  });
+  EXPECT_EQ(granted.load() + timed_out.load(), rounds);
 }
 
 }  // namespace
