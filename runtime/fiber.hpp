@@ -46,7 +46,9 @@ struct SpawnOptions {
   Launch launch = Launch::post;
 };
 
-struct Fiber {
+// Cache-line aligned (and 256 bytes): fibers of one chunk run on different processors, and
+// their hot words (park_state, ready_at, next, ctx) must not share a line.
+struct alignas(64) Fiber {
   static constexpr std::size_t kInlineCallable = 64;
   static constexpr uint32_t kEmpty = 0, kNotified = 1, kParked = 2;
   // join_word: running, done, joined by a thread outside the runtime, else a Waiter*.

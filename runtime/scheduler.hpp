@@ -6,22 +6,28 @@
 // the processor's cached cycle count, see clock_), wherever it is queued.
 //
 // Picking the next fiber, in order: every 61st pick the global queue first (so outside work
-// and overflow cannot starve); every 16th pick, *help* (below); the LIFO slot, at most 16
-// times in a row (a ping-pong pair keeps its cache-warm hand-off, but cannot starve the
-// queue); the local queue head; then the slow path: driver poll and due timers, the global
-// queue, stealing half of another processor's queue, `spin` rounds of all that, and finally
-// parking in the driver until the next timer. Yield puts the fiber at the tail of the local
-// queue.
+// and overflow cannot starve); *help* (below), at most once per help_age / 4; the LIFO
+// slot, at most 16 times in a row (a ping-pong pair keeps its cache-warm hand-off, but
+// cannot starve the queue); the local queue head; then the slow path: driver poll and due
+// timers, the global queue, stealing half of another processor's queue, `spin` rounds of
+// all that, and finally parking in the driver until the next timer. Yield puts the fiber at
+// the tail of the local queue.
 //
 // Helping (after the Cforall scheduler's relaxed FIFO): stealing alone moves work only when
 // a processor runs dry, so a fiber queued behind one that never yields would wait forever
-// while every other processor stays busy. So a busy processor also looks, every 16th pick,
-// at one other processor chosen at random: if that one's LIFO slot or queue head has been
-// ready for longer than `help_age` and more than twice as long as this processor's own
-// oldest ready fiber, it takes that one fiber and runs it. A ready fiber therefore waits
-// about `help_age` plus a few of its helpers' picks at most, whatever its own processor
-// does. The look costs a cycle-counter read and a few loads of the other processor's queue
-// lines; a take is one CAS, the same one stealing uses. Each processor counts its takes.
+// while every other processor stays busy. So a busy processor also looks, at most once per
+// help_age / 4 (checked every 32nd pick, when it refreshes its cycle count), at one other
+// processor chosen at random: if that one's LIFO slot or queue head has been ready for
+// longer than `help_age` and more than twice as long as this processor's own oldest ready
+// fiber, it takes it (and up to 7 more from that queue that are as old) and runs it. A
+// ready fiber therefore waits about 1.25 help_age plus its helper's current fiber at most,
+// whatever its own processor does. A look costs a few loads of the other processor's queue
+// lines (rationed in time because they are cache misses for both processors); a take is
+// one CAS, the same one stealing uses. Each processor counts what it took (helped()).
+//
+// Who touches what: the LIFO slot and the local queue's head are CAS targets for the owner,
+// thieves and helpers alike; the tail, clock_, tick_ and the stamps given are the owner's.
+// Stamps are read racily (a stale one only hastens or delays one look).
 //
 // Idle protocol (after Go and Tokio): at most half the processors search for work at once.
 // Whoever makes work available wakes one parked processor if none is searching; a searcher

@@ -2,7 +2,6 @@
 
 #include <mutex>
 
-
 namespace weft::rt {
 
 void Semaphore::acquire() {

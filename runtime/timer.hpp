@@ -33,8 +33,8 @@ struct TimerEntry {
   uint64_t seq = 0;  // ties broken by insertion order
   std::size_t index = 0;
   std::atomic<TimerHeap*> heap{nullptr};  // set while queued; changed under that heap's lock
-  std::atomic<bool> firing{false};         // set while on_fire runs
-  void (*on_fire)(void* arg) = nullptr;    // runs on the heap's owner thread: keep it short
+  std::atomic<bool> firing{false};        // set while on_fire runs
+  void (*on_fire)(void* arg) = nullptr;   // runs on the heap's owner thread: keep it short
   void* arg = nullptr;
 };
 

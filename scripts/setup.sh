@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs exactly the Debian packages weft's build, tests and benchmarks need.
 # Idempotent: when every package is already installed, apt is not touched at all.
-# Usage: scripts/setup.sh [--with-containers | --build-only]
+# Usage: scripts/setup.sh [--with-containers | --build-only | --run]
 #   --with-containers  also the container tools (podman, buildah, runc, debootstrap, ...)
 #   --build-only       only what building the weft binary needs (the Dockerfile's build stage)
+#   --run              what scripts/run.sh needs: the binary's build, curl, the MIME fallback
 set -euo pipefail
 
 # Build: compiler, CMake, and the libraries the weft binary links.
@@ -42,7 +43,8 @@ case "${1:-}" in
     want=("${BUILD_PKGS[@]}" "${TEST_BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${BENCH_PKGS[@]}"
           "${CONTAINER_PKGS[@]}") ;;
   --build-only) want=("${BUILD_PKGS[@]}") ;;
-  *) echo "usage: scripts/setup.sh [--with-containers | --build-only]" >&2; exit 2 ;;
+  --run) want=("${BUILD_PKGS[@]}" curl media-types) ;;
+  *) echo "usage: scripts/setup.sh [--with-containers | --build-only | --run]" >&2; exit 2 ;;
 esac
 
 missing=()

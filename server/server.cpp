@@ -194,6 +194,8 @@ int run_server(const Config& config) {
   for (unsigned i = 0; i < procs; ++i) {
     ctx.pools.push_back(std::make_unique<ResourcePool>(config, read_capacity, config.pipe_size));
   }
+  ctx.metrics->add_gauge("weft_fibers", "Fibers alive (running, ready or parked)",
+                         [&runtime] { return static_cast<double>(runtime.live_fibers()); });
   ctx.metrics->add_gauge("weft_ready_queue_length", "Fibers ready to run, all processors",
                          [&runtime] {
                            double n = 0;

@@ -3,7 +3,10 @@
 
 Starts each server (one processor/worker, pinned to core 0), opens N connections that each
 send one request, read the response and then stay idle (keep-alive), and reports the growth
-of the server's resident memory (VmRSS of the process, NGINX: its worker) per connection.
+of the server's resident memory (VmRSS of the process, NGINX: its worker): in all, and per
+connection at the margin, between N/2 and N connections. The total includes the pools that
+the first burst fills (fiber stacks, buffers: kept for reuse, a high-water mark); the
+marginal figure is what one more idle connection costs, the bound SECURITY.md states.
 Usage: scripts/bench/idle_rss.py [N] (default 10000; needs RLIMIT_NOFILE > N + 100)
 """
 
@@ -77,12 +80,16 @@ def measure(name, argv, port, pid_of, n, tmp):
         open_idle(port, 1)[0].close()
         time.sleep(0.3)
         before = rss_kib(pid)
-        socks = open_idle(port, n)
+        socks = open_idle(port, n // 2)
+        time.sleep(1.0)  # past the 100 ms idle connections keep their fibers
+        half = rss_kib(pid)
+        socks += open_idle(port, n - n // 2)
         time.sleep(1.0)
         after = rss_kib(pid)
-        per = (after - before) * 1024 / n
-        print("%-6s %6d idle connections: RSS %7d KiB -> %7d KiB, %6.0f bytes (%.2f KiB) each"
-              % (name, n, before, after, per, per / 1024))
+        per = (after - half) * 1024 / (n - n // 2)
+        print("%-6s %6d idle connections: RSS %7d KiB -> %7d KiB (%7d KiB at %d), "
+              "%6.0f bytes each in all, %5.0f bytes each at the margin"
+              % (name, n, before, after, half, n // 2, (after - before) * 1024 / n, per))
         for s in socks:
             s.close()
         return per

@@ -403,8 +403,7 @@ void transfer_completes(unsigned procs, bool park_followers) {
     }
     for (auto& h : hs) h.join();
   });
-  EXPECT_FALSE(stalled.load()) << procs << " processors, "
-                               << (park_followers ? "park" : "yield");
+  EXPECT_FALSE(stalled.load()) << procs << " processors, " << (park_followers ? "park" : "yield");
   EXPECT_GE(done_epochs.load(), epochs);
 }
 

@@ -12,6 +12,7 @@
 
 #include "runtime/scheduler.hpp"
 #include "runtime/semaphore.hpp"
+
 #include "tests/runtime/test_scale.hpp"
 
 namespace weft::rt {

@@ -3,6 +3,7 @@ recorded; CSV, JSON, summary and plots are written. No performance is judged."""
 
 import csv
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -67,7 +68,10 @@ class CompareQuick(unittest.TestCase):
             self.assertEqual(r["replies"], r["replies_2xx"], r)
             self.assertEqual(r["err_http_4xx"], "0", r)
             self.assertEqual(r["server_alive_after"], "True", r)
-            self.assertGreater(float(r["server_cpu_s"]), 0.0, r)
+            # A one-second run at 100 sessions/s may cost less than one 10 ms tick of CPU
+            # time, so only its presence and sign are checked, never that it is non-zero.
+            cpu = float(r["server_cpu_s"])
+            self.assertTrue(math.isfinite(cpu) and cpu >= 0.0, r)
 
     def test_json_holds_runs_conditions_and_summary(self):
         with open(os.path.join(self.out, "runs.json")) as f:
@@ -77,6 +81,12 @@ class CompareQuick(unittest.TestCase):
         self.assertEqual(j["conditions"]["server_cpus"], [0])
         self.assertEqual(j["conditions"]["load_cpus"], [1])
         self.assertIn("weft", j["conditions"]["versions"])
+        # --quick runs uncapped unless --server-cpu is given; every row is judged all the same.
+        self.assertEqual(j["conditions"]["cpu_cap"]["fraction"], 0.0)
+        for r in j["runs"]:
+            self.assertIn(r["valid"], (True, False), r)
+            self.assertGreaterEqual(r["client_cpu_share"], 0.0, r)
+            self.assertIsNone(r["throttled_periods"], r)
         self.assertTrue(os.path.exists(os.path.join(self.out, "summary.md")))
         self.assertTrue(os.listdir(os.path.join(self.out, "loadgen")))
 
@@ -101,7 +111,8 @@ class CompareUsage(unittest.TestCase):
     def test_help(self):
         r = compare("--help", timeout=30)
         self.assertEqual(r.returncode, 0)
-        for opt in ("--quick", "--nginx-only", "--rates", "--calls", "--access-log"):
+        for opt in ("--quick", "--nginx-only", "--rates", "--calls", "--access-log",
+                    "--server-cpu", "--tuned-nginx"):
             self.assertIn(opt, r.stdout)
 
 
