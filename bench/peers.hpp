@@ -50,8 +50,11 @@ inline constexpr std::size_t kStackSize = 64 * 1024;  // weft's default stack si
 enum class Launch { post, dispatch };
 
 struct RunConfig {
-  unsigned procs = 1;          // processors (weft) or scheduler threads (Boost)
-  unsigned spin = 100;         // weft: RuntimeOptions::spin
+  unsigned procs = 1;   // processors (weft) or scheduler threads (Boost)
+  unsigned spin = 100;  // weft: RuntimeOptions::spin
+  // weft: RuntimeOptions::help_age; 0 turns helping off (the scheduler as it was before it)
+  std::chrono::microseconds help_age =
+      std::chrono::duration_cast<std::chrono::microseconds>(rt::RuntimeOptions{}.help_age);
   bool boost_suspend = false;  // Boost work_stealing: idle threads sleep instead of spinning
 };
 
@@ -89,6 +92,8 @@ struct WeftPeer {
     rt::RuntimeOptions o;
     o.processors = cfg.procs;
     o.spin = cfg.spin;
+    // A day is "never": no fiber waits that long in a benchmark.
+    o.help_age = cfg.help_age.count() > 0 ? rt::Duration(cfg.help_age) : std::chrono::hours(24);
     o.stack_size = kStackSize;
     rt::Runtime runtime(o);
     runtime.run(std::forward<F>(main));

@@ -58,7 +58,10 @@ struct Options {
   std::vector<std::string> only;
   uint64_t skynet_size = 1'000'000;
   bool list = false;
+  long help_age_us = -1;  // -1: the runtime's default
 };
+
+long g_help_age_us = -1;  // --help-age, for rc()
 
 struct Sizes {
   uint64_t yield_switches;   // context switches per yield run
@@ -106,6 +109,7 @@ RunConfig rc(unsigned procs, unsigned spin = 100, bool suspend = false) {
   c.procs = procs;
   c.spin = spin;
   c.boost_suspend = suspend;
+  if (g_help_age_us >= 0) c.help_age = std::chrono::microseconds(g_help_age_us);
   return c;
 }
 
@@ -418,6 +422,8 @@ void usage() {
       "  --only LIST      run only these groups: yield, spawn_join, skynet, cycle, churn,\n"
       "                   locality, transfer, lock, wake, idle\n"
       "  --skynet-size N  leaves of the skynet tree (a power of 10; default 1000000)\n"
+      "  --help-age US    weft's RuntimeOptions::help_age in microseconds; 0 turns helping\n"
+      "                   off (the scheduler as it was before helping), for A/B runs\n"
       "  --list           print the cases and exit");
 }
 
@@ -449,6 +455,10 @@ bool parse(int argc, char** argv, Options& o) {
       o.skynet_size = std::strtoull(v, nullptr, 10);
     } else if (a == "--list") {
       o.list = true;
+    } else if (a == "--help-age") {
+      const char* v = next();
+      if (!v || std::atol(v) < 0) return false;
+      o.help_age_us = std::atol(v);
     } else {
       return false;
     }
@@ -463,6 +473,7 @@ int run_main(int argc, char** argv) {
     usage();
     return 2;
   }
+  g_help_age_us = opts.help_age_us;
   std::vector<Case> cases = make_cases(opts);
   if (!opts.only.empty()) {
     std::erase_if(cases, [&](const Case& c) {

@@ -101,6 +101,9 @@ class Processor {
   /// Returns how many scheduling rounds (picks) this processor has made (approximate; any
   /// thread).
   uint64_t rounds() const { return ticks_published_.load(std::memory_order_relaxed); }
+  /// Returns how long this processor's oldest ready fiber (queue head or LIFO slot) has
+  /// waited, 0 when none: its queueing delay now, for load shedding (any thread; approximate).
+  Duration queue_delay() const;
   /// Returns how many fibers this processor took from busy processors by helping (any
   /// thread).
   uint64_t helped() const { return helped_.load(std::memory_order_relaxed); }
@@ -137,6 +140,7 @@ class Processor {
   Fiber* find_work();  // slow path; null when the runtime stops
   Fiber* steal();
   Fiber* help();
+  unsigned take_old(Processor& victim, int64_t now_cycles, int64_t limit);
   int64_t oldest_own_stamp(int64_t now_cycles) const;
   uint64_t next_random();
   void park_idle();

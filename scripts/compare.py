@@ -80,10 +80,13 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ALL_SERVERS = ("weft", "nginx", "h2o", "lighttpd")
+ALL_SERVERS = ("weft", "weft-epoll", "nginx", "h2o", "lighttpd")
+# The default set: weft-epoll (weft on its epoll backend, the one containers get) is asked for
+# by name.
+DEFAULT_SERVERS = ("weft", "nginx", "h2o", "lighttpd")
 PEER_BINARIES = {"nginx": "/usr/sbin/nginx", "h2o": "/usr/bin/h2o", "lighttpd": "/usr/sbin/lighttpd"}
 # Peers that are another server run differently: their binary, configuration and version.
-KIND = {"nginx-abort": "nginx"}
+KIND = {"nginx-abort": "nginx", "weft-epoll": "weft"}
 # The setting nginx-abort runs with (--tuned-nginx), and its value there.
 TUNED_SYSCTL = ("net.ipv4.tcp_abort_on_overflow", "1")
 # The MIME types every server gets, for the generator's five extensions: same Content-Type
@@ -200,10 +203,16 @@ def add_workload_options(p):
                    help="prove the harness end to end: tiny rates and durations, no "
                         "calibration, no CPU cap unless --server-cpu is given, < 2 minutes; "
                         "figures mean nothing")
-    p.add_argument("--servers", default=",".join(ALL_SERVERS),
-                   help="comma-separated subset of weft,nginx,h2o,lighttpd (default: all; peers "
+    p.add_argument("--servers", default=",".join(DEFAULT_SERVERS),
+                   help="comma-separated subset of weft,weft-epoll,nginx,h2o,lighttpd (default: "
+                        "all but weft-epoll; peers "
                         "that are not installed are left out with a note)")
     p.add_argument("--nginx-only", action="store_true", help="weft and NGINX only")
+    p.add_argument("--weft-variant", action="append", default=[], metavar="NAME:S.K=V[;S.K=V]",
+                   help="add the server weft-NAME: weft with these configuration settings on top "
+                        "(e.g. batch1:limits.accept_batch=1 or "
+                        "shed:limits.shed_queue_delay=\"100ms\"; values in TOML syntax); "
+                        "repeatable, for A/B runs of weft's own mechanisms")
     p.add_argument("--tuned-nginx", action="store_true",
                    help="add the peer nginx-abort: NGINX with net.ipv4.tcp_abort_on_overflow=1 "
                         "during its runs (set and put back around each; needs root)")
@@ -255,12 +264,25 @@ def check_servers(p, a):
     a.servers = [s.strip() for s in a.servers.split(",") if s.strip()]
     if a.nginx_only:
         a.servers = ["weft", "nginx"]
-    bad = [s for s in a.servers if s not in ALL_SERVERS]
+    bad = [s for s in a.servers if s not in ALL_SERVERS]  # variants are added below
     if bad or not a.servers:
         p.error("--servers: unknown %s (choose from %s)" % (",".join(bad) or "(none)",
                                                             ",".join(ALL_SERVERS)))
     if a.tuned_nginx:
         a.servers.append("nginx-abort")
+    a.weft_settings = {"weft-epoll": {"io": {"backend": '"epoll"'}}}
+    for v in a.weft_variant:
+        name, _, spec = v.partition(":")
+        settings = {}
+        for item in filter(None, (x.strip() for x in spec.split(";"))):
+            key, eq, value = item.partition("=")
+            section, dot, k = key.strip().partition(".")
+            if not (name and eq and dot and k and value.strip()):
+                p.error("--weft-variant %r: want NAME:SECTION.KEY=VALUE[;...]" % v)
+            settings.setdefault(section, {})[k] = value.strip()
+        a.weft_settings["weft-" + name] = settings
+        KIND["weft-" + name] = "weft"
+        a.servers.append("weft-" + name)
 
 
 def check_workload(p, a):
@@ -637,13 +659,14 @@ class Limits:
         self.processors = processors
 
 
-def weft_config(d, port, root, lim, access_log):
-    """weft's TOML configuration (and its mime.types file in `d`)."""
+def weft_config(d, port, root, lim, access_log, settings=None):
+    """weft's TOML configuration (and its mime.types file in `d`), with `settings`
+    ({section: {key: TOML value}}) replacing or adding keys."""
     mime = os.path.join(d, "mime.types")
     with open(mime, "w") as f:
         for ext, t in MIME.items():
             f.write("%s %s\n" % (t, ext))
-    return """[server]
+    text = """[server]
 listen = ["127.0.0.1:%d"]
 root = "%s"
 mime_types = "%s"
@@ -669,6 +692,37 @@ error_log = "%s/error.log"
 access_log = "%s"
 """ % (port, root, mime, lim.backlog, lim.processors, lim.connections, lim.cache_entries, d,
        ("%s/access.log" % d) if access_log else "off")
+    return merge_toml(text, settings or {})
+
+
+def merge_toml(text, settings):
+    """`text` (flat TOML: [section] headers and key = value lines) with `settings` applied:
+    existing keys replaced, new keys and sections appended."""
+    out, section, done = [], None, set()
+
+    def flush(sec):
+        """Appends the keys of `sec` that the text did not have."""
+        for k, v in settings.get(sec, {}).items():
+            if (sec, k) not in done:
+                out.append("%s = %s" % (k, v))
+                done.add((sec, k))
+
+    for line in text.splitlines():
+        if line.startswith("["):
+            flush(section)
+            section = line.strip("[] ")
+        else:
+            key = line.partition("=")[0].strip()
+            if key in settings.get(section, {}):
+                line = "%s = %s" % (key, settings[section][key])
+                done.add((section, key))
+        out.append(line)
+    flush(section)
+    for sec in settings:
+        if any(k not in {kk for (ss, kk) in done if ss == sec} for k in settings[sec]):
+            out.append("[%s]" % sec)
+            flush(sec)
+    return "\n".join(out) + "\n"
 
 
 def nginx_config(d, port, root, lim, access_log):
@@ -755,8 +809,9 @@ class Server:
         self.proc = None
         self.restarts = 0
         self.weft_bin = weft_bin
+        extra = {"settings": a.weft_settings.get(name)} if self.kind == "weft" else {}
         conf = self.CONFIGS[self.kind](self.dir, self.port, fileset["dir"], lim,
-                                       a.access_log == "on")
+                                       a.access_log == "on", **extra)
         ext = {"weft": "toml", "nginx": "conf", "h2o": "conf", "lighttpd": "conf"}[self.kind]
         self.conf = os.path.join(self.dir, "%s.%s" % (name, ext))
         with open(self.conf, "w") as f:
@@ -1386,8 +1441,8 @@ CSV_FIELDS = ["phase", "rate_index", "order", "server", "offered_sessions_per_s"
               "client_cpu_s", "client_util", "client_cpu_share", "load_cores_busy",
               "test_duration_s", "loadavg_1m_before", "server_restarted", "server_alive_after",
               "server_error_log_bytes"]
-COLORS = {"weft": "#d62728", "nginx": "#1f77b4", "nginx-abort": "#17becf", "h2o": "#2ca02c",
-          "lighttpd": "#9467bd"}
+COLORS = {"weft": "#d62728", "weft-epoll": "#ff7f0e", "nginx": "#1f77b4",
+          "nginx-abort": "#17becf", "h2o": "#2ca02c", "lighttpd": "#9467bd"}
 LABELS = {"nginx-abort": "nginx-abort (tcp_abort_on_overflow=1)"}
 
 
@@ -1434,9 +1489,9 @@ def plot(a, out, rows, names, conditions):
     def series(col):
         """The plot clauses of column `col` for every server (and its invalid rows)."""
         lines = ["'plot-%s.tsv' using 1:%d with linespoints lw 2 pt 7 ps 0.8 lc rgb '%s' "
-                 "title '%s' noenhanced" % (n, col, COLORS[n], LABELS.get(n, n)) for n in names]
+                 "title '%s' noenhanced" % (n, col, COLORS.get(n, "#7f7f7f"), LABELS.get(n, n)) for n in names]
         lines += ["'plot-%s-invalid.tsv' using 1:%d with points pt 6 ps 1.4 lc rgb '%s' "
-                  "title '%s: invalid rows (client-limited)' noenhanced" % (n, col, COLORS[n], n)
+                  "title '%s: invalid rows (client-limited)' noenhanced" % (n, col, COLORS.get(n, "#7f7f7f"), n)
                   for n in with_invalid]
         return ", ".join(lines)
 

@@ -70,6 +70,42 @@ std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses
   return out;
 }
 
+namespace {
+
+// Resets a connection at once (SO_LINGER 0, then close: two system calls and no lingering),
+// which tells its client straight away instead of letting it wait for a reply that would
+// come after its timeout.
+void shed(int fd) {
+  linger lg{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  ::close(fd);
+}
+
+// Decides what becomes of a freshly accepted connection: reset when this processor is
+// overloaded (its oldest ready fiber has waited past limits.shed_queue_delay), answered 503
+// over limits.max_connections, otherwise served on a fiber of its own.
+void admit(ServerContext& ctx, int c, const sockaddr_storage& peer) {
+  rt::Processor* p = rt::Processor::current();
+  unsigned shard = p->index();
+  if (ctx.config.shed_queue_delay.count() > 0 && p->queue_delay() > ctx.config.shed_queue_delay) {
+    shed(c);
+    if (ctx.metrics) ctx.metrics->on_shed_connection(shard);
+    return;
+  }
+  bool reject = ctx.open_connections.load(std::memory_order_relaxed) >= ctx.config.max_connections;
+  if (ctx.metrics) {
+    if (reject) {
+      ctx.metrics->on_rejected_connection(shard);
+    } else {
+      ctx.metrics->on_connection_open(shard);
+    }
+  }
+  auto* conn = new Connection(ctx, c, peer, reject);
+  rt::spawn([conn] { Connection::start(conn); }).detach();
+}
+
+}  // namespace
+
 void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop) {
   auto backoff = std::chrono::milliseconds(1);
   while (true) {
@@ -92,18 +128,17 @@ void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop) {
       continue;
     }
     backoff = std::chrono::milliseconds(1);
-    bool reject =
-        ctx.open_connections.load(std::memory_order_relaxed) >= ctx.config.max_connections;
-    unsigned shard = rt::Processor::current()->index();
-    if (ctx.metrics) {
-      if (reject) {
-        ctx.metrics->on_rejected_connection(shard);
-      } else {
-        ctx.metrics->on_connection_open(shard);
-      }
+    admit(ctx, c, peer);
+    // Drain what else the kernel has queued, without waiting (the acceptor's next turn comes
+    // only after every fiber queued meanwhile); errors, EAGAIN included, end the batch, and
+    // the next io::accept reports any that persists.
+    for (unsigned i = 1; i < ctx.config.accept_batch; ++i) {
+      len = sizeof peer;
+      int more =
+          ::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (more < 0) break;
+      admit(ctx, more, peer);
     }
-    auto* conn = new Connection(ctx, c, peer, reject);
-    rt::spawn([conn] { Connection::start(conn); }).detach();
   }
 }
 

@@ -21,6 +21,7 @@
 //   weft_connections_open             gauge, opened minus closed
 //   weft_connections_total            counter, opened
 //   weft_connections_rejected_total   counter, 503s over limits.max_connections
+//   weft_connections_shed_total       counter, resets under overload (limits.shed_queue_delay)
 //   weft_fd_cache_hits_total, weft_fd_cache_misses_total   counters
 //   then each gauge registered with add_gauge(), in registration order.
 #pragma once
@@ -63,6 +64,9 @@ class Metrics {
   /// Counts one connection answered 503 because limits.max_connections were open.
   void on_rejected_connection(unsigned shard);
 
+  /// Counts one connection reset at accept because the server was overloaded.
+  void on_shed_connection(unsigned shard);
+
   /// Adds a gauge family `name` read by calling `read` at each render(); throws
   /// std::invalid_argument when `name` is not a valid metric name or is already taken.
   void add_gauge(std::string name, std::string help, std::function<double()> read);
@@ -83,6 +87,7 @@ class Metrics {
     std::atomic<uint64_t> connections_opened{0};
     std::atomic<uint64_t> connections_closed{0};
     std::atomic<uint64_t> connections_rejected{0};
+    std::atomic<uint64_t> connections_shed{0};
     std::atomic<uint64_t> fd_cache_hits{0};
     std::atomic<uint64_t> fd_cache_misses{0};
   };
