@@ -133,6 +133,11 @@ void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop) {
     // only after every fiber queued meanwhile); errors, EAGAIN included, end the batch, and
     // the next io::accept reports any that persists.
     for (unsigned i = 1; i < ctx.config.accept_batch; ++i) {
+      // Over the connection limit the rest wait in the kernel's queue: accepting them only
+      // to answer 503 and linger would spend the time the open ones need.
+      if (ctx.open_connections.load(std::memory_order_relaxed) >= ctx.config.max_connections) {
+        break;
+      }
       len = sizeof peer;
       int more =
           ::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
