@@ -63,8 +63,8 @@ class EpollDriver final : public IoDriver {
   }
 
   void park(int64_t timeout_ns) override {
-    flush_cancels();
-    wait_events(timeout_ns);
+    // A completed cancel or timeout made a fiber ready: look for events, do not sleep.
+    wait_events(flush_cancels() > 0 ? 0 : timeout_ns);
   }
 
   void unpark() override {
@@ -225,9 +225,12 @@ class EpollDriver final : public IoDriver {
     if (deadline != kNoDeadline) {
       w.has_timer = true;
       w.timer.deadline_ns = to_ns(deadline);
+      // The callback only queues the completion, like a cancel: fire_due touches the entry
+      // after its callback returns, and a completed wait's owner may free it at once.
       w.timer.on_fire = [](void* a) {
         auto* rw = static_cast<ReadyWait*>(a);
-        static_cast<EpollDriver*>(rw->driver)->complete(rw, -ETIMEDOUT, true);
+        rw->fired = true;
+        rw->driver->queue_cancel(&rw->io);
       };
       w.timer.arg = &w;
       Processor::current()->timers().add(&w.timer);
@@ -237,18 +240,16 @@ class EpollDriver final : public IoDriver {
 
   // Owner thread: ends a wait (event, timeout or cancel) and wakes its fiber or starts its
   // callback.
-  void complete(ReadyWait* w, int64_t result, bool from_timer) {
+  void complete(ReadyWait* w, int64_t result) {
     if (w->done) return;
     w->done = true;
     epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd, nullptr);
     free_slot(w->slot);
     if (w->has_timer) {
-      // From the timer its entry is firing (cancelling it from its own callback would wait
-      // for itself); otherwise make sure it cannot fire.
-      if (!from_timer) TimerHeap::cancel(&w->timer);
+      // Never from the timer's callback (it only queues): the entry cannot be firing now.
+      TimerHeap::cancel(&w->timer);
       w->has_timer = false;
     }
-    w->fired = from_timer;
     w->io.result = result;
     mark_completed(&w->io);
     if (w->io.on_complete) {
@@ -277,12 +278,17 @@ class EpollDriver final : public IoDriver {
     free_.push_back(i);
   }
 
-  void flush_cancels() {
-    for (IoWait* w = take_cancels(); w;) {
+  // Completes the queued cancels (and expired deadlines); returns how many.
+  int flush_cancels() {
+    int n = 0;
+    for (IoWait* w = take_cancels(); w; ++n) {
       IoWait* next = w->next_cancel;
-      complete(static_cast<ReadyWait*>(w->backend), -ECANCELED, false);
+      auto* rw = static_cast<ReadyWait*>(w->backend);
+      bool timed_out = rw->fired && !(w->token() && w->token()->cancelled());
+      complete(rw, timed_out ? -ETIMEDOUT : -ECANCELED);
       w = next;
     }
+    return n;
   }
 
   int wait_events(int64_t timeout_ns) {
@@ -301,7 +307,7 @@ class EpollDriver final : public IoDriver {
       uint32_t gen = static_cast<uint32_t>(d >> 32);
       if (slot < slots_.size() && slots_[slot].gen == gen && slots_[slot].wait) {
         bump(completions_);
-        complete(slots_[slot].wait, static_cast<int64_t>(evs[i].events), false);
+        complete(slots_[slot].wait, static_cast<int64_t>(evs[i].events));
       }
     }
     flush_cancels();  // requests that arrived while we slept

@@ -10,7 +10,9 @@
 // entry unlinks it; of a firing one it waits until on_fire has returned. So once cancel()
 // has returned, no callback of that entry runs or is still running, and the entry may die:
 // on_fire may touch the waiter's stack frame freely. The firing thread's last access to an
-// entry is the release store that clears `firing`. on_fire must not cancel its own entry.
+// entry is the release store that clears `firing`, after on_fire has returned: so on_fire
+// must neither cancel its own entry nor let its owner free it without cancelling first (it
+// may wake a fiber that cancels, or queue work for later, as the I/O drivers do).
 // `earliest_ns` lets the owner skip the lock when nothing is due. Entries fire in deadline
 // order and never before their deadline.
 #pragma once

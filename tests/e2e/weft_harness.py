@@ -35,6 +35,15 @@ def free_port(family=socket.AF_INET, host="127.0.0.1"):
         return s.getsockname()[1]
 
 
+def read_text(path):
+    """Returns the file's text, "" when it cannot be read."""
+    try:
+        with open(path, errors="backslashreplace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 class WeftServer:
     """A weft process serving `root` with extra TOML `settings` ({section: {key: value}})."""
 
@@ -67,13 +76,16 @@ class WeftServer:
 
     def start(self, timeout=10):
         """Starts weft and waits until its first address accepts connections."""
+        # stdout and stderr to a file: a sanitizer's report lands there (a pipe nobody read
+        # lost it, and a full pipe would block the server).
+        self.output_file = open(os.path.join(self.tmp, "output.log"), "wb")
         self.proc = subprocess.Popen(self.prefix + [WEFT, "-c", self.config],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                     stdout=self.output_file, stderr=subprocess.STDOUT)
         host, port = split_address(self.listen[0])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("weft exited at start:\n" + self.log())
+                raise RuntimeError("weft exited at start:\n" + self.log() + self.output())
             try:
                 with socket.create_connection((host, port), timeout=0.2):
                     return self
@@ -95,17 +107,18 @@ class WeftServer:
 
     def cleanup(self):
         self.stop()
-        if self.proc and self.proc.stdout:
-            self.proc.stdout.close()
+        if getattr(self, "output_file", None):
+            self.output_file.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def log(self):
         """Returns the error log so far."""
-        try:
-            with open(self.error_log, errors="backslashreplace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return read_text(self.error_log)
+
+    def output(self):
+        """Returns what the process wrote to stdout and stderr (a sanitizer's report, an
+        abort message)."""
+        return read_text(os.path.join(self.tmp, "output.log"))
 
     def conn(self, timeout=10):
         """Returns an http.client connection to the server."""
@@ -283,12 +296,12 @@ class ServerCase(unittest.TestCase):
     def tearDownClass(cls):
         try:
             status = cls.srv.stop()
-            log = cls.srv.log()
+            log = cls.srv.log() + cls.srv.output()[-8000:]
         finally:
             cls.srv.cleanup()
             shutil.rmtree(cls.base, ignore_errors=True)
         if status != 0:
-            raise AssertionError("weft exited with %r; log:\n%s" % (status, log[-4000:]))
+            raise AssertionError("weft exited with %r; log and output:\n%s" % (status, log[-12000:]))
 
 
 def per_backend(scope, *cases):
