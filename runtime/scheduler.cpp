@@ -465,6 +465,13 @@ void Processor::park_idle() {
     int64_t timeout = -1;
     int64_t next = timers_.earliest();
     if (next != TimerHeap::kNone) timeout = std::max<int64_t>(0, next - to_ns(now()));
+    // A fiber in another processor's LIFO slot is not visible work (its owner usually takes
+    // it at once), but when that owner stays in a fiber that does not yield only a thief can
+    // run it, and the pusher may have seen a searcher (this one) and woken nobody: sleep at
+    // most help_age then, and look again (steal() takes a slot that sat across two looks).
+    if (rt_.any_lifo_occupied(this)) {
+      timeout = timeout < 0 ? rt_.help_age_ns_ : std::min(timeout, rt_.help_age_ns_);
+    }
     driver_->park(timeout);
     round_time_ = now();  // coarse_now() must not stay at the time we went to sleep
     clock_ = cycles();
@@ -539,6 +546,8 @@ Runtime::Runtime(RuntimeOptions options)
       std::chrono::duration_cast<std::chrono::nanoseconds>(options_.help_age).count() *
       static_cast<int64_t>(cycles_per_us()) / 1000);
   look_interval_cycles_ = static_cast<uint64_t>(help_age_cycles_ / kLookPerAge);
+  help_age_ns_ = std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::nanoseconds>(options_.help_age).count());
   for (unsigned i = 0; i < options_.processors; ++i) {
     std::unique_ptr<Driver> d =
         options_.make_driver ? options_.make_driver(i) : make_basic_driver();
@@ -634,6 +643,13 @@ void Runtime::wake_one() {
 void Runtime::begin_stop() {
   stopping_.store(true, std::memory_order_release);
   for (auto& p : procs_) p->driver_->unpark();
+}
+
+bool Runtime::any_lifo_occupied(const Processor* except) const {
+  for (const auto& p : procs_) {
+    if (p.get() != except && p->lifo_.load(std::memory_order_relaxed)) return true;
+  }
+  return false;
 }
 
 bool Runtime::any_work_visible() const {

@@ -246,6 +246,7 @@ class Runtime {
   Fiber* allocate_fiber_block();
   void free_fiber_block(Processor* p, Fiber* f);
   bool any_work_visible() const;
+  bool any_lifo_occupied(const Processor* except) const;
 
   RuntimeOptions options_;
   std::vector<std::unique_ptr<Processor>> procs_;
@@ -257,6 +258,7 @@ class Runtime {
   std::size_t leftover_ = 0;
   int64_t help_age_cycles_ = 0;        // options_.help_age in cycles()
   uint64_t look_interval_cycles_ = 0;  // the least time between two help looks
+  int64_t help_age_ns_ = 0;            // options_.help_age in ns: the longest idle nap
 
   // Start barrier: processors wait until every driver is attached.
   std::mutex start_mu_;

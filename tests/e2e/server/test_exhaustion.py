@@ -44,6 +44,8 @@ MIN_MEASURABLE_RATE = 3000
 # The least share of its unloaded throughput a normal client keeps beside 5000 slowloris
 # connections (see test_slowloris_keeps_throughput).
 SLOWLORIS_GUARD = 0.5
+# The least share of its unloaded requests per CPU-second the server keeps beside them.
+SPIN_GUARD = 0.3
 
 
 def scaled(n):
@@ -264,10 +266,11 @@ class Exhaustion:
         # normal ones would cost far more than half.
         self.assertGreaterEqual(ratio, SLOWLORIS_GUARD)
         # The trickle is real work (a header line on each of the 5,000 connections every 3 s,
-        # each a wake-up, a recv and a timer reset), more so under ASan with the epoll
-        # backend (79% measured there, 93% with io_uring in the same run): this bound only
+        # each a wake-up, a recv and a timer reset), and CPU time read from /proc is noisy
+        # on a loaded machine: measured 57% to 119% (ASan, the release suite running beside
+        # it), 79% (ASan, epoll), 90-93% quiet. This bound, half the lowest seen, only
         # catches a server that spins on slow connections, which would cost far more.
-        self.assertGreaterEqual(eff_l, 0.6 * eff_u)
+        self.assertGreaterEqual(eff_l, SPIN_GUARD * eff_u)
         self.assert_serves()
 
     def test_descriptor_exhaustion_backs_off_and_recovers(self):
