@@ -19,9 +19,13 @@
 // help_age / 4 (checked every 32nd pick, when it refreshes its cycle count), at one other
 // processor chosen at random: if that one's LIFO slot or queue head has been ready for
 // longer than `help_age` and more than twice as long as this processor's own oldest ready
-// fiber, it takes it (and up to 7 more from that queue that are as old) and runs it. A
-// ready fiber therefore waits about 1.25 help_age plus its helper's current fiber at most,
-// whatever its own processor does. A look costs a few loads of the other processor's queue
+// fiber, it takes it (and up to 7 more from that queue that are as old) and runs it. That
+// is for a victim that has picked nothing since the previous look (it runs a fiber that
+// does not yield); one that progresses reaches its queue by itself, so its head must have
+// waited 10 help_ages (moving fibers between busy processors on every hiccup cost churn
+// 12%). A ready fiber therefore waits about 1.25 help_age behind a stuck processor, plus its
+// helper's current fiber. A processor going to sleep while another's LIFO slot holds a
+// fiber sleeps at most help_age, so that slot is looked at again even when all sleep. A look costs a few loads of the other processor's queue
 // lines (rationed in time because they are cache misses for both processors); a take is
 // one CAS, the same one stealing uses. Each processor counts what it took (helped()).
 //
