@@ -25,9 +25,10 @@
 // waited 10 help_ages (moving fibers between busy processors on every hiccup cost churn
 // 12%). A ready fiber therefore waits about 1.25 help_age behind a stuck processor, plus its
 // helper's current fiber. A processor going to sleep while another's LIFO slot holds a
-// fiber sleeps at most help_age, so that slot is looked at again even when all sleep. A look costs a few loads of the other processor's queue
-// lines (rationed in time because they are cache misses for both processors); a take is
-// one CAS, the same one stealing uses. Each processor counts what it took (helped()).
+// fiber sleeps at most help_age, so that slot is looked at again even when all sleep. A look costs
+// a few loads of the other processor's queue lines (rationed in time because they are cache misses
+// for both processors); a take is one CAS, the same one stealing uses. Each processor counts what
+// it took (helped()).
 //
 // Who touches what: the LIFO slot and the local queue's head are CAS targets for the owner,
 // thieves and helpers alike; the tail, clock_, tick_ and the stamps given are the owner's.
