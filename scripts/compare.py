@@ -698,7 +698,7 @@ access_log = "%s"
 def merge_toml(text, settings):
     """`text` (flat TOML: [section] headers and key = value lines) with `settings` applied:
     existing keys replaced, new keys and sections appended."""
-    out, section, done = [], None, set()
+    out, section, done, sections = [], None, set(), set()
 
     def flush(sec):
         """Appends the keys of `sec` that the text did not have."""
@@ -711,6 +711,7 @@ def merge_toml(text, settings):
         if line.startswith("["):
             flush(section)
             section = line.strip("[] ")
+            sections.add(section)
         else:
             key = line.partition("=")[0].strip()
             if key in settings.get(section, {}):
@@ -719,7 +720,7 @@ def merge_toml(text, settings):
         out.append(line)
     flush(section)
     for sec in settings:
-        if any(k not in {kk for (ss, kk) in done if ss == sec} for k in settings[sec]):
+        if sec not in sections:
             out.append("[%s]" % sec)
             flush(sec)
     return "\n".join(out) + "\n"
