@@ -1412,6 +1412,9 @@ def summarize(rows, names, r15):
     w, n = sat.get("weft"), sat.get("nginx")
     if w and n:
         summary["targets"] = targets(w, n, summary.get("at_1_5x_nginx", {}))
+    elif "weft" in names and "nginx" in names:
+        summary["targets_missing"] = "no valid row for %s" % " or ".join(
+            x for x, v in (("weft", w), ("NGINX", n)) if not v)
     return summary
 
 
@@ -1595,7 +1598,10 @@ def target_table(summary):
     """The issue's targets as markdown lines (none without weft and NGINX)."""
     t = summary.get("targets")
     if not t:
-        return []
+        # Both ran but one has no valid row: the table still says so, rather than vanish.
+        why = summary.get("targets_missing")
+        return ["", "| target | result | met |", "|---|---|---|",
+                "| saturation throughput >= 1.1x NGINX's | - (%s) | no |" % why] if why else []
     lines = ["", "| target | result | met |", "|---|---|---|",
              "| saturation throughput >= 1.1x NGINX's | %s | %s |" % (
                  fmt_ratio(t["saturation_ratio"], 1.0) + "x",
