@@ -212,12 +212,26 @@ class EpollDriver final : public IoDriver {
     w.has_timer = false;
     if (!w.io.begin()) return -ECANCELED;
     w.fd = fd;
+    w.dup_fd = false;
     w.slot = alloc_slot(&w);
     epoll_event ev{};
     ev.events = static_cast<uint32_t>(events) | EPOLLONESHOT;
     ev.data.u64 = (uint64_t{slots_[w.slot].gen} << 32) | w.slot;
-    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) < 0) {
+    int rc = epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    if (rc < 0 && errno == EEXIST) {
+      // Another wait of this processor holds fd (two acceptors sharing a listening socket,
+      // say). epoll keys a registration by file and descriptor, so a duplicate descriptor
+      // of the same file waits beside it; rare, so the dup costs nothing on the usual path.
+      int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (d >= 0) {
+        w.fd = d;
+        w.dup_fd = true;
+        rc = epoll_ctl(epfd_, EPOLL_CTL_ADD, d, &ev);
+      }
+    }
+    if (rc < 0) {
       int err = errno;
+      if (w.dup_fd) ::close(w.fd);
       free_slot(w.slot);
       w.io.end();
       return -err;
@@ -244,6 +258,7 @@ class EpollDriver final : public IoDriver {
     if (w->done) return;
     w->done = true;
     epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd, nullptr);
+    if (w->dup_fd) ::close(w->fd);  // closing a duplicate leaves the caller's fd as it was
     free_slot(w->slot);
     if (w->has_timer) {
       // Never from the timer's callback (it only queues): the entry cannot be firing now.

@@ -175,7 +175,8 @@ class ReadyWait {
   bool fired = false;  // the deadline passed
   bool done = false;   // epoll: completed once
   int fd = -1;
-  uint32_t slot = 0;  // epoll: wait-table slot
+  bool dup_fd = false;  // epoll: fd is this wait's own duplicate, closed when it completes
+  uint32_t slot = 0;    // epoll: wait-table slot
   Callback fn = nullptr;
   void* arg = nullptr;
   class IoDriver* driver = nullptr;

@@ -211,7 +211,7 @@ def add_workload_options(p):
     p.add_argument("--weft-variant", action="append", default=[], metavar="NAME:S.K=V[;S.K=V]",
                    help="add the server weft-NAME: weft with these configuration settings on top "
                         "(e.g. batch1:limits.accept_batch=1 or "
-                        "shed:limits.shed_queue_delay=\"100ms\"; values in TOML syntax); "
+                        "nopause:limits.max_queue_wait=\"0s\"; values in TOML syntax); "
                         "repeatable, for A/B runs of weft's own mechanisms")
     p.add_argument("--tuned-nginx", action="store_true",
                    help="add the peer nginx-abort: NGINX with net.ipv4.tcp_abort_on_overflow=1 "

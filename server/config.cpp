@@ -233,8 +233,7 @@ const std::vector<Field>& schema() {
       {"limits", "max_body_bytes", size(&Config::max_body_bytes, 0, std::size_t{1} << 40)},
       {"limits", "max_connections", integer(&Config::max_connections, 1, 10'000'000)},
       {"limits", "accept_batch", integer(&Config::accept_batch, 1, 4096)},
-      {"limits", "shed_queue_delay",
-       duration(&Config::shed_queue_delay, Millis{0}, Millis{3'600'000})},
+      {"limits", "max_queue_wait", duration(&Config::max_queue_wait, Millis{0}, Millis{3'600'000})},
       {"limits", "max_requests_per_connection",
        integer(&Config::max_requests_per_connection, 1, kMaxInt)},
 

@@ -73,8 +73,8 @@ struct Config {
   unsigned max_headers = 100;
   std::size_t max_body_bytes = 64 * 1024;
   unsigned max_connections = 10000;
-  unsigned accept_batch = 1;   // see conf/weft.toml
-  Millis shed_queue_delay{0};  // 0: never shed; see conf/weft.toml
+  unsigned accept_batch = 1;    // see conf/weft.toml
+  Millis max_queue_wait{1000};  // 0: never shed; see conf/weft.toml
   unsigned max_requests_per_connection = 1000;
 
   // [timeouts]

@@ -81,17 +81,22 @@ void shed(int fd) {
   ::close(fd);
 }
 
-// Decides what becomes of a freshly accepted connection: reset when this processor is
-// overloaded (its oldest ready fiber has waited past limits.shed_queue_delay), answered 503
-// over limits.max_connections, otherwise served on a fiber of its own.
+// Whether the connection waited in the kernel's listen queue longer than `limit`. The kernel
+// stamps a connection when its handshake completes and again when data arrives
+// (tcpi_last_data_recv: milliseconds since then), so for a connection just accepted this is
+// how long its request, or its empty handshake, has been waiting: one getsockopt, no clock
+// of our own. A connection whose TCP_INFO cannot be read is served.
+bool waited_too_long(int fd, Millis limit) {
+  tcp_info ti{};
+  socklen_t len = sizeof ti;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return false;
+  return ti.tcpi_last_data_recv > static_cast<uint64_t>(limit.count());
+}
+
+// Decides what becomes of a freshly accepted connection: answered 503 over
+// limits.max_connections, otherwise served on a fiber of its own.
 void admit(ServerContext& ctx, int c, const sockaddr_storage& peer) {
-  rt::Processor* p = rt::Processor::current();
-  unsigned shard = p->index();
-  if (ctx.config.shed_queue_delay.count() > 0 && p->queue_delay() > ctx.config.shed_queue_delay) {
-    shed(c);
-    if (ctx.metrics) ctx.metrics->on_shed_connection(shard);
-    return;
-  }
+  unsigned shard = rt::Processor::current()->index();
   bool reject = ctx.open_connections.load(std::memory_order_relaxed) >= ctx.config.max_connections;
   if (ctx.metrics) {
     if (reject) {
@@ -102,6 +107,65 @@ void admit(ServerContext& ctx, int c, const sockaddr_storage& peer) {
   }
   auto* conn = new Connection(ctx, c, peer, reject);
   rt::spawn([conn] { Connection::start(conn); }).detach();
+}
+
+// Whether `c`, just accepted, shows that the listen queue went stale: it waited there past
+// limits.max_queue_wait. Then it is reset (its client has likely given up) and true returned.
+bool stale(ServerContext& ctx, int c) {
+  if (ctx.config.max_queue_wait.count() == 0 || !waited_too_long(c, ctx.config.max_queue_wait)) {
+    return false;
+  }
+  shed(c);
+  if (ctx.metrics) ctx.metrics->on_shed_connection(rt::Processor::current()->index());
+  return true;
+}
+
+// The listen queue went stale: more connections arrive than this processor serves. Stops
+// listening for a while (shutdown(SHUT_RD) on a listening socket; the port stays bound), so
+// the kernel refuses new connections straight away, in the connecting client's own system
+// call, where a reset from weft, or a served reply after the client's timeout, would cost
+// the server as much CPU as a reply it could have given. The kernel resets what was queued
+// behind the stale one (each reset costs about what a shed does). Listens again once half of
+// the connections open at the pause have finished (fresh work before the open ones run out),
+// after max_queue_wait at most, or at once when `stop` is cancelled.
+void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
+  tcp_info ti{};
+  socklen_t len = sizeof ti;
+  // On a listener, tcpi_unacked is its accept queue's length: what the kernel is about to reset.
+  unsigned queued = ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_unacked : 0;
+  if (::shutdown(fd, SHUT_RD) != 0) return;  // not paused: keep accepting as before
+  if (ctx.metrics) ctx.metrics->on_listen_pause(rt::Processor::current()->index(), queued);
+  unsigned open_at = ctx.open_connections.load(std::memory_order_relaxed);
+  auto until = rt::now() + ctx.config.max_queue_wait;
+  // Bounded: one check per millisecond for at most max_queue_wait.
+  while (!stop.cancelled() && rt::now() < until &&
+         ctx.open_connections.load(std::memory_order_relaxed) > open_at / 2) {
+    rt::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (::listen(fd, ctx.config.backlog) != 0) {
+    spdlog::error("listen again after an overload pause: {}", std::strerror(errno));
+  }
+}
+
+// After the turn's first accept: takes what else the kernel has queued without waiting, up to
+// limits.accept_batch connections this turn (the acceptor's next turn comes only after every
+// fiber queued meanwhile). Errors, EAGAIN included, end the turn; the next io::accept reports
+// any that persists. Returns false when the queue went stale (see stale()).
+bool accept_more(ServerContext& ctx, int fd) {
+  for (unsigned i = 1; i < ctx.config.accept_batch; ++i) {
+    // Over the connection limit the rest wait in the kernel's queue: accepting them only
+    // to answer 503 and linger would spend the time the open ones need.
+    if (ctx.open_connections.load(std::memory_order_relaxed) >= ctx.config.max_connections) {
+      return true;
+    }
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    int c = ::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (c < 0) return true;
+    if (stale(ctx, c)) return false;
+    admit(ctx, c, peer);
+  }
+  return true;
 }
 
 }  // namespace
@@ -123,27 +187,29 @@ void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop) {
         continue;
       }
       if (c == -ECONNABORTED || c == -EINTR || c == -EAGAIN || c == -EPROTO) continue;
+      if (c == -EINVAL) {
+        // Not listening: another acceptor sharing this socket (server.reuseport = false)
+        // paused it under overload (pause_listening); it listens again within max_queue_wait.
+        rt::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
       spdlog::error("accept: {}", std::strerror(-c));
       rt::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
     backoff = std::chrono::milliseconds(1);
-    admit(ctx, c, peer);
-    // Drain what else the kernel has queued, without waiting (the acceptor's next turn comes
-    // only after every fiber queued meanwhile); errors, EAGAIN included, end the batch, and
-    // the next io::accept reports any that persists.
-    for (unsigned i = 1; i < ctx.config.accept_batch; ++i) {
-      // Over the connection limit the rest wait in the kernel's queue: accepting them only
-      // to answer 503 and linger would spend the time the open ones need.
-      if (ctx.open_connections.load(std::memory_order_relaxed) >= ctx.config.max_connections) {
-        break;
-      }
-      len = sizeof peer;
-      int more =
-          ::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (more < 0) break;
-      admit(ctx, more, peer);
+    bool fresh = !stale(ctx, c);
+    if (fresh) {
+      admit(ctx, c, peer);
+      fresh = accept_more(ctx, fd);
     }
+    if (!fresh) pause_listening(ctx, fd, stop);
+    // One turn per scheduling round on both backends: epoll's accept4 succeeds without
+    // parking while the kernel's queue is non-empty, so without this the acceptor would take
+    // the whole queue into the server at once (every connection then waits behind all the
+    // others: the epoll backend's collapse under overload, docs/benchmarks.md); io_uring's
+    // accept parks until its completion is reaped, which already ends the turn.
+    rt::yield();
   }
 }
 

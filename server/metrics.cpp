@@ -39,16 +39,20 @@ constexpr Family kConnections{"weft_connections_total", "counter", "Client conne
 constexpr Family kRejected{"weft_connections_rejected_total", "counter",
                            "Connections answered 503 because limits.max_connections were open."};
 constexpr Family kShed{"weft_connections_shed_total", "counter",
-                       "Connections reset at accept because the oldest ready fiber had waited "
-                       "longer than limits.shed_queue_delay."};
+                       "Connections reset under overload: accepted after waiting in the listen "
+                       "queue longer than limits.max_queue_wait, or queued when a listener "
+                       "paused."};
+constexpr Family kPauses{"weft_listen_pauses_total", "counter",
+                         "Times a listener stopped listening because its queue went stale "
+                         "(limits.max_queue_wait)."};
 constexpr Family kFdHits{"weft_fd_cache_hits_total", "counter",
                          "File lookups answered by the fd cache."};
 constexpr Family kFdMisses{"weft_fd_cache_misses_total", "counter",
                            "File lookups the fd cache had to open or stat."};
 
-constexpr std::array<const Family*, 8> kFamilies = {
-    &kRequests, &kResponseBytes, &kConnectionsOpen, &kConnections,
-    &kRejected, &kShed,          &kFdHits,          &kFdMisses};
+constexpr std::array<const Family*, 9> kFamilies = {
+    &kRequests, &kResponseBytes, &kConnectionsOpen, &kConnections, &kRejected,
+    &kShed,     &kPauses,        &kFdHits,          &kFdMisses};
 
 bool is_metric_name(std::string_view name) {
   const auto first = [](char c) {
@@ -135,6 +139,12 @@ void Metrics::on_shed_connection(unsigned index) {
   shard(index).connections_shed.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Metrics::on_listen_pause(unsigned index, unsigned queued) {
+  Shard& s = shard(index);
+  s.listen_pauses.fetch_add(1, std::memory_order_relaxed);
+  s.connections_shed.fetch_add(queued, std::memory_order_relaxed);
+}
+
 void Metrics::add_gauge(std::string name, std::string help, std::function<double()> read) {
   if (!is_metric_name(name))
     throw std::invalid_argument(fmt::format("'{}' is not a valid metric name", name));
@@ -148,7 +158,8 @@ void Metrics::add_gauge(std::string name, std::string help, std::function<double
 
 std::string Metrics::render() const {
   std::array<uint64_t, kCodes> requests{};
-  uint64_t bytes = 0, opened = 0, closed = 0, rejected = 0, shed = 0, hits = 0, misses = 0;
+  uint64_t bytes = 0, opened = 0, closed = 0, rejected = 0, shed = 0, pauses = 0, hits = 0,
+           misses = 0;
   for (unsigned i = 0; i < count_; ++i) {
     const Shard& s = shards_[i];
     for (std::size_t c = 0; c < kCodes; ++c)
@@ -158,6 +169,7 @@ std::string Metrics::render() const {
     opened += s.connections_opened.load(std::memory_order_relaxed);
     rejected += s.connections_rejected.load(std::memory_order_relaxed);
     shed += s.connections_shed.load(std::memory_order_relaxed);
+    pauses += s.listen_pauses.load(std::memory_order_relaxed);
     hits += s.fd_cache_hits.load(std::memory_order_relaxed);
     misses += s.fd_cache_misses.load(std::memory_order_relaxed);
   }
@@ -181,6 +193,7 @@ std::string Metrics::render() const {
   append_sample(out, kConnections, opened);
   append_sample(out, kRejected, rejected);
   append_sample(out, kShed, shed);
+  append_sample(out, kPauses, pauses);
   append_sample(out, kFdHits, hits);
   append_sample(out, kFdMisses, misses);
 

@@ -21,7 +21,9 @@
 //   weft_connections_open             gauge, opened minus closed
 //   weft_connections_total            counter, opened
 //   weft_connections_rejected_total   counter, 503s over limits.max_connections
-//   weft_connections_shed_total       counter, resets under overload (limits.shed_queue_delay)
+//   weft_connections_shed_total       counter, resets under overload (limits.max_queue_wait):
+//                                     stale connections accepted, and those queued at a pause
+//   weft_listen_pauses_total          counter, times an acceptor stopped listening under overload
 //   weft_fd_cache_hits_total, weft_fd_cache_misses_total   counters
 //   then each gauge registered with add_gauge(), in registration order.
 #pragma once
@@ -67,6 +69,9 @@ class Metrics {
   /// Counts one connection reset at accept because the server was overloaded.
   void on_shed_connection(unsigned shard);
 
+  /// Counts one overload pause of a listener, and the `queued` connections it reset.
+  void on_listen_pause(unsigned shard, unsigned queued);
+
   /// Adds a gauge family `name` read by calling `read` at each render(); throws
   /// std::invalid_argument when `name` is not a valid metric name or is already taken.
   void add_gauge(std::string name, std::string help, std::function<double()> read);
@@ -88,6 +93,7 @@ class Metrics {
     std::atomic<uint64_t> connections_closed{0};
     std::atomic<uint64_t> connections_rejected{0};
     std::atomic<uint64_t> connections_shed{0};
+    std::atomic<uint64_t> listen_pauses{0};
     std::atomic<uint64_t> fd_cache_hits{0};
     std::atomic<uint64_t> fd_cache_misses{0};
   };

@@ -276,7 +276,10 @@ class Exhaustion:
     def test_descriptor_exhaustion_backs_off_and_recovers(self):
         limit = 128
         raise_nofile(1000)
-        srv = self.start({"timeouts": {"header": "60s"}},
+        # The waiting client below sits in the listen queue for seconds, past the default
+        # limits.max_queue_wait (a stale queue is reset: tests/e2e/server/test_overload.py);
+        # here it is to be served once descriptors free up.
+        srv = self.start({"timeouts": {"header": "60s"}, "limits": {"max_queue_wait": "60s"}},
                          prefix=("prlimit", "--nofile=%d:%d" % (limit, limit), "--"))
         pid = srv.proc.pid
         self.assert_serves()
