@@ -314,6 +314,22 @@ def per_backend(scope, *cases):
                                                          "__module__": scope["__name__"]})
 
 
+def metric(port, name):
+    """Returns the value of metric `name` from a weft /metrics endpoint on 127.0.0.1:port."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    for line in data.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError("no metric %s in %r" % (name, data[:200]))
+
+
 def recv_all(sock, timeout=5):
     """Reads until the peer closes or `timeout` seconds pass."""
     sock.settimeout(timeout)

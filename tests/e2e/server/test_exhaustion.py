@@ -31,7 +31,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import weft_site as site  # noqa: E402
-from weft_harness import BACKENDS, WeftServer, free_port  # noqa: E402
+from weft_harness import BACKENDS, WeftServer, free_port, metric  # noqa: E402
 
 SCALE = float(os.environ.get("WEFT_E2E_SCALE", "1"))
 # The marginal bound SECURITY.md documents; measured 0.37-0.45 KiB on either backend
@@ -382,22 +382,6 @@ class Exhaustion:
         while srv.pid_fds() > 50 and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertLess(srv.pid_fds(), 50)
-
-
-def metric(port, name):
-    """Returns the value of metric `name` from the server's /metrics on port."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    for line in data.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError("no metric %s in %r" % (name, data[:200]))
 
 
 def wait_for_fibers(port, target, timeout=30):

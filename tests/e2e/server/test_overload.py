@@ -14,27 +14,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from weft_harness import free_port, per_backend  # noqa: E402
+from weft_harness import free_port, metric, per_backend  # noqa: E402
 
 QUEUED = 20
 LIMIT_S = 0.2
 REQUEST = b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-
-
-def metric(port, name):
-    """Returns the value of metric `name` from the server's /metrics on port."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            data += b
-    for line in data.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError("no metric %s in:\n%s" % (name, data.decode()))
 
 
 def wait_stopped(pid, timeout=10):
