@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -128,12 +130,53 @@ bool stale(ServerContext& ctx, int c) {
 // behind the stale one (each reset costs about what a shed does). Listens again once half of
 // the connections open at the pause have finished (fresh work before the open ones run out),
 // after max_queue_wait at most, or at once when `stop` is cancelled.
+// The pause state of each listening socket. Acceptors sharing a socket (server.reuseport =
+// false) may each find it stale at once, from connections they took just before one of
+// them paused it. Only one may pause it: shutdown(2) again would reset the queue refilled
+// since, and a stale connection accepted within max_queue_wait of the last resume was
+// queued before that pause, so it is no news (a connection queued after it cannot be stale
+// yet). A map under a mutex, held for a lookup, never across a system call or a park.
+class PausedListeners {
+ public:
+  /// Claims `fd` for a pause at `now`; false when it is paused or resumed less than `gap` ago.
+  bool claim(int fd, rt::TimePoint now, rt::Duration gap) {
+    std::lock_guard lock(mutex_);
+    State& s = fds_[fd];
+    if (s.paused || (s.resumed != rt::TimePoint{} && now - s.resumed < gap)) return false;
+    s.paused = true;
+    return true;
+  }
+
+  /// Ends the pause claimed for `fd`, which listens again from `now`.
+  void release(int fd, rt::TimePoint now) {
+    std::lock_guard lock(mutex_);
+    fds_[fd] = {false, now};
+  }
+
+ private:
+  struct State {
+    bool paused = false;
+    rt::TimePoint resumed{};
+  };
+  std::mutex mutex_;
+  std::unordered_map<int, State> fds_;
+};
+
+PausedListeners& paused_listeners() {
+  static PausedListeners paused;
+  return paused;
+}
+
 void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
   tcp_info ti{};
   socklen_t len = sizeof ti;
   // On a listener, tcpi_unacked is its accept queue's length: what the kernel is about to reset.
   unsigned queued = ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_unacked : 0;
-  if (::shutdown(fd, SHUT_RD) != 0) return;  // not paused: keep accepting as before
+  if (!paused_listeners().claim(fd, rt::now(), ctx.config.max_queue_wait)) return;
+  if (::shutdown(fd, SHUT_RD) != 0) {
+    paused_listeners().release(fd, {});
+    return;  // not paused: keep accepting as before
+  }
   if (ctx.metrics) ctx.metrics->on_listen_pause(rt::Processor::current()->index(), queued);
   unsigned open_at = ctx.open_connections.load(std::memory_order_relaxed);
   auto until = rt::now() + ctx.config.max_queue_wait;
@@ -145,6 +188,7 @@ void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
   if (::listen(fd, ctx.config.backlog) != 0) {
     spdlog::error("listen again after an overload pause: {}", std::strerror(errno));
   }
+  paused_listeners().release(fd, rt::now());
 }
 
 // After the turn's first accept: takes what else the kernel has queued without waiting, up to

@@ -114,7 +114,8 @@ class StaleSharedQueue:
         clients = queue_while_stopped(self.srv, QUEUED, 3 * LIMIT_S)
         self.assertEqual([outcome(c) for c in clients], ["reset"] * QUEUED)
         for _ in range(3):  # both acceptors are back: several connections in a row
-            self.assertEqual(get_when_listening(self.srv), "HTTP/1.1 200 OK")
+            self.assertEqual(get_when_listening(self.srv), "HTTP/1.1 200 OK",
+                             self.srv.log()[-4000:])
         self.assertGreaterEqual(metric(self.metrics_port, "weft_listen_pauses_total"), 1)
         self.assertNotIn("[error]", self.srv.log())
 
