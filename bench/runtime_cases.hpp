@@ -228,13 +228,19 @@ void churn_bench(const RunConfig& cfg, unsigned fibers, unsigned spots,
     std::atomic<bool> stop{false};
     Gate gate;
     std::vector<typename P::Handle> hs;
+    BenchClock::time_point end{};  // written before gate.open(), read after gate.wait()
     for (unsigned i = 0; i < fibers; ++i) {
       hs.push_back(P::spawn([&, i] {
         gate.wait<P>();
         uint64_t rng = 0x9E3779B97F4A7C15ull * (i + 1);
         bool skip = i < spots;
         uint64_t n = 0;
-        while (!stop.load(std::memory_order_relaxed)) {
+        // Each fiber also watches the clock: an acquire that finds a permit does not block,
+        // so two fibers can churn on both processors without ever returning to a scheduler,
+        // and the sleeping main fiber's timer (on a processor they hold) would never fire
+        // to set `stop`: the run hung about once in ten (2 processors, --quick).
+        while (!stop.load(std::memory_order_relaxed) &&
+               ((n & 63) != 0 || BenchClock::now() < end)) {
           auto& sem = sems[xorshift(rng) % spots];
           if (!skip) sem.release();
           skip = false;
@@ -245,6 +251,7 @@ void churn_bench(const RunConfig& cfg, unsigned fibers, unsigned spots,
       }));
     }
     auto t0 = BenchClock::now();
+    end = t0 + duration;
     gate.open();
     P::sleep_for(duration);
     stop.store(true, std::memory_order_relaxed);
