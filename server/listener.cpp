@@ -83,6 +83,12 @@ void shed(int fd) {
   ::close(fd);
 }
 
+// Reads fd's TCP_INFO into `ti`; false when it cannot be read.
+bool read_tcp_info(int fd, tcp_info& ti) {
+  socklen_t len = sizeof ti;
+  return ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0;
+}
+
 // Whether the connection waited in the kernel's listen queue longer than `limit`. The kernel
 // stamps a connection when its handshake completes and again when data arrives
 // (tcpi_last_data_recv: milliseconds since then), so for a connection just accepted this is
@@ -90,9 +96,7 @@ void shed(int fd) {
 // of our own. A connection whose TCP_INFO cannot be read is served.
 bool waited_too_long(int fd, Millis limit) {
   tcp_info ti{};
-  socklen_t len = sizeof ti;
-  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return false;
-  return ti.tcpi_last_data_recv > static_cast<uint64_t>(limit.count());
+  return read_tcp_info(fd, ti) && ti.tcpi_last_data_recv > static_cast<uint64_t>(limit.count());
 }
 
 // Decides what becomes of a freshly accepted connection: answered 503 over
@@ -169,9 +173,8 @@ PausedListeners& paused_listeners() {
 
 void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
   tcp_info ti{};
-  socklen_t len = sizeof ti;
   // On a listener, tcpi_unacked is its accept queue's length: what the kernel is about to reset.
-  unsigned queued = ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_unacked : 0;
+  unsigned queued = read_tcp_info(fd, ti) ? ti.tcpi_unacked : 0;
   if (!paused_listeners().claim(fd, rt::now(), ctx.config.max_queue_wait)) return;
   if (::shutdown(fd, SHUT_RD) != 0) {
     paused_listeners().release(fd, {});
