@@ -22,23 +22,27 @@ namespace weft::http {
 
 namespace io = weft::rt::io;
 
-int open_listener(const ListenAddress& a, int backlog, bool reuseport) {
-  sockaddr_storage ss{};
-  socklen_t len;
+namespace {
+
+socklen_t to_sockaddr(const ListenAddress& a, sockaddr_storage& ss) {
+  ss = {};
   if (a.ipv6) {
     auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
     s6->sin6_family = AF_INET6;
     s6->sin6_port = htons(a.port);
     inet_pton(AF_INET6, a.host.c_str(), &s6->sin6_addr);
-    len = sizeof *s6;
-  } else {
-    auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons(a.port);
-    inet_pton(AF_INET, a.host.c_str(), &s4->sin_addr);
-    len = sizeof *s4;
+    return sizeof *s6;
   }
-  int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+  s4->sin_family = AF_INET;
+  s4->sin_port = htons(a.port);
+  inet_pton(AF_INET, a.host.c_str(), &s4->sin_addr);
+  return sizeof *s4;
+}
+
+// A socket for `a` with the options every listener has, not yet bound.
+int listener_socket(const ListenAddress& a, int family, bool reuseport) {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     throw std::runtime_error("listen " + a.to_string() + ": socket: " + std::strerror(errno));
   }
@@ -46,8 +50,34 @@ int open_listener(const ListenAddress& a, int backlog, bool reuseport) {
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (reuseport) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
   if (a.ipv6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  return fd;
+}
+
+// SO_REUSEPORT lets any socket of the same user join a port's group, so a second weft (or
+// an NGINX with `reuseport`) on the same address would silently get part of the other's
+// connections. A bind without SO_REUSEPORT fails while any socket is bound there, so one
+// probe before the group is opened turns that into "address already in use". (A process
+// binding in the moment between probe and group still can join: the check is best effort.)
+void check_address_unused(const ListenAddress& a) {
+  if (a.port == 0) return;  // an ephemeral port is new by definition
+  sockaddr_storage ss;
+  socklen_t len = to_sockaddr(a, ss);
+  int fd = listener_socket(a, ss.ss_family, false);
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&ss), len);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) throw std::runtime_error("listen " + a.to_string() + ": " + std::strerror(err));
+}
+
+}  // namespace
+
+int open_listener(const ListenAddress& a, int backlog, bool reuseport) {
+  sockaddr_storage ss;
+  socklen_t len = to_sockaddr(a, ss);
+  int fd = listener_socket(a, ss.ss_family, reuseport);
   // Accepted sockets inherit TCP_NODELAY from the listener on Linux (the child socket is a
   // copy of it): one system call per connection fewer than setting it after accept.
+  int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, backlog) != 0) {
     int err = errno;
@@ -63,6 +93,7 @@ std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses
   try {
     for (const auto& a : addresses) {
       unsigned n = reuseport ? copies : 1;
+      if (reuseport) check_address_unused(a);
       for (unsigned i = 0; i < n; ++i) out.push_back({a, open_listener(a, backlog, reuseport)});
     }
   } catch (...) {

@@ -21,7 +21,9 @@ struct Listener {
 };
 
 /// Binds and listens on every address, `copies` sockets each with SO_REUSEPORT when
-/// `reuseport`; throws std::runtime_error naming the address and the reason on failure.
+/// `reuseport`; throws std::runtime_error naming the address and the reason on failure,
+/// also when another socket is already bound there (so weft never joins a SO_REUSEPORT
+/// group that another process opened).
 std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses, int backlog,
                                      bool reuseport, unsigned copies);
 

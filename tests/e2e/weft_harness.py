@@ -10,6 +10,7 @@ malformed input), ServerCase (one server per test class) and per_backend() (one 
 test class per backend).
 """
 
+import fcntl
 import http.client
 import os
 import re
@@ -28,11 +29,30 @@ SOURCE_DIR = os.environ.get("WEFT_SOURCE_DIR", os.path.join(os.path.dirname(__fi
 BACKENDS = os.environ.get("WEFT_BACKENDS", "io_uring epoll").split()
 
 
+PORT_LOCKS = os.path.join(tempfile.gettempdir(), "weft-e2e-ports")
+_held_ports = []  # lock files of the ports this process took, open until it exits
+
+
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
-    """Returns a TCP port that was free a moment ago on host."""
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """Returns a TCP port that was free a moment ago on host, and that no other process of
+    this suite took: ctest runs test files in parallel, and weft's listeners use
+    SO_REUSEPORT, so two tests handed the same port would share one queue. The kernel's
+    ephemeral ports say nothing once the probe socket closes, so each port taken is also
+    locked (flock on a file named after it) until this process exits."""
+    os.makedirs(PORT_LOCKS, exist_ok=True)
+    for _ in range(100):
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        f = open(os.path.join(PORT_LOCKS, str(port)), "w")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            continue
+        _held_ports.append(f)
+        return port
+    raise RuntimeError("no free port in 100 tries")
 
 
 def read_text(path):
@@ -92,6 +112,15 @@ class WeftServer:
             except OSError:
                 time.sleep(0.02)
         raise RuntimeError("weft did not start listening:\n" + self.log())
+
+    def run_to_exit(self, timeout=10):
+        """Runs weft expecting it to exit by itself (a start that must fail); returns its exit
+        status and what it logged and printed."""
+        with open(os.path.join(self.tmp, "output.log"), "wb") as out:
+            self.proc = subprocess.Popen(self.prefix + [WEFT, "-c", self.config],
+                                         stdout=out, stderr=subprocess.STDOUT)
+            status = self.proc.wait(timeout)
+        return status, self.log() + self.output()
 
     def stop(self, timeout=15):
         """Sends SIGTERM; returns the exit status (asserting nothing)."""
