@@ -93,7 +93,7 @@ struct WeftPeer {
     o.processors = cfg.procs;
     o.spin = cfg.spin;
     // A day is "never": no fiber waits that long in a benchmark.
-    o.help_age = cfg.help_age.count() > 0 ? rt::Duration(cfg.help_age) : std::chrono::hours(24);
+    o.help_age = cfg.help_age;
     o.stack_size = kStackSize;
     rt::Runtime runtime(o);
     runtime.run(std::forward<F>(main));

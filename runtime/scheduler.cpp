@@ -542,12 +542,13 @@ Runtime::Runtime(RuntimeOptions options)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     options_.processors = n > 0 ? static_cast<unsigned>(n) : 1;
   }
-  help_age_cycles_ = static_cast<int64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.help_age).count() *
-      static_cast<int64_t>(cycles_per_us()) / 1000);
+  // A help_age of 0 turns helping off: looks and naps a day apart are the scheduler without it.
+  Duration age = options_.help_age > Duration::zero() ? options_.help_age : std::chrono::hours(24);
+  int64_t age_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(age).count();
+  help_age_cycles_ = static_cast<int64_t>(static_cast<double>(age_ns) *
+                                          static_cast<double>(cycles_per_us()) / 1000);
   look_interval_cycles_ = static_cast<uint64_t>(help_age_cycles_ / kLookPerAge);
-  help_age_ns_ = std::max<int64_t>(
-      1, std::chrono::duration_cast<std::chrono::nanoseconds>(options_.help_age).count());
+  help_age_ns_ = age_ns;
   for (unsigned i = 0; i < options_.processors; ++i) {
     std::unique_ptr<Driver> d =
         options_.make_driver ? options_.make_driver(i) : make_basic_driver();

@@ -73,6 +73,7 @@ struct RuntimeOptions {
   // How long a ready fiber may wait on a busy processor before another busy processor takes
   // it (see "Helping"). Picked: ten times a loaded queue's usual wait, far under a
   // client's patience; to be measured against the transfer benchmark and the locality cost.
+  // Zero turns helping off (work moves only to a processor that runs dry).
   Duration help_age = std::chrono::microseconds(100);
   // Makes each processor's driver; null: the basic driver (no I/O).
   std::function<std::unique_ptr<Driver>(unsigned index)> make_driver;

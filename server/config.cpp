@@ -94,22 +94,30 @@ Apply choice(E Config::*member, std::vector<std::pair<std::string_view, E>> name
   };
 }
 
-Apply duration(Millis Config::*member, Millis lo, Millis hi) {
+template <typename D>
+const char* unit_name() {
+  return std::is_same_v<D, Micros> ? "us" : "ms";
+}
+
+template <typename D>
+Apply duration(D Config::*member, D lo, D hi) {
   return [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
-    std::optional<Millis> d;
+    std::optional<Micros> us;
     if (auto i = n.value_exact<int64_t>()) {
-      if (*i >= 0) d = Millis{*i * 1000};
+      if (*i >= 0 && *i < int64_t{1} << 40) us = Micros{*i * 1'000'000};
     } else if (auto s = n.value_exact<std::string>()) {
-      d = parse_duration(*s);
+      us = parse_duration_us(*s);
     } else {
       return "must be a duration such as \"10s\", \"500ms\", \"2m\" or a number of seconds";
     }
-    if (!d) return "is not a valid duration (use e.g. \"10s\", \"500ms\", \"2m\")";
-    if (*d < lo || *d > hi) {
-      return fmt::format("must be between {}ms and {}ms (got {}ms)", lo.count(), hi.count(),
-                         d->count());
+    if (!us) return "is not a valid duration (use e.g. \"10s\", \"500ms\", \"2m\")";
+    D d = std::chrono::round<D>(*us);
+    if (d < lo || d > hi) {
+      const char* u = unit_name<D>();
+      return fmt::format("must be between {}{} and {}{} (got {}{})", lo.count(), u, hi.count(), u,
+                         d.count(), u);
     }
-    c.*member = *d;
+    c.*member = d;
     return {};
   };
 }
@@ -215,6 +223,7 @@ const std::vector<Field>& schema() {
       {"runtime", "pin_processors", boolean(&Config::pin_processors)},
       {"runtime", "stack_size", size(&Config::stack_size, 16 * 1024, 64 * 1024 * 1024)},
       {"runtime", "spin", integer(&Config::spin, 0, 1'000'000)},
+      {"runtime", "help_age", duration(&Config::help_age, Micros{0}, Micros{1'000'000})},
 
       {"io", "backend",
        choice(&Config::backend, {{"auto", IoBackend::automatic},
@@ -324,26 +333,34 @@ std::optional<ListenAddress> parse_listen_address(std::string_view text) {
   return a;
 }
 
-std::optional<Millis> parse_duration(std::string_view text) {
+std::optional<Micros> parse_duration_us(std::string_view text) {
   if (text.empty()) return std::nullopt;
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc{} || value < 0) return std::nullopt;
   std::string_view unit{end, static_cast<std::size_t>(text.data() + text.size() - end)};
-  double ms;
-  if (unit == "ms") {
-    ms = value;
+  double us;
+  if (unit == "us") {
+    us = value;
+  } else if (unit == "ms") {
+    us = value * 1e3;
   } else if (unit == "s" || unit.empty()) {
-    ms = value * 1e3;
+    us = value * 1e6;
   } else if (unit == "m") {
-    ms = value * 60e3;
+    us = value * 60e6;
   } else if (unit == "h") {
-    ms = value * 3600e3;
+    us = value * 3600e6;
   } else {
     return std::nullopt;
   }
-  if (ms > 1e15) return std::nullopt;
-  return Millis{static_cast<int64_t>(ms + 0.5)};
+  if (us > 1e18) return std::nullopt;
+  return Micros{static_cast<int64_t>(us + 0.5)};
+}
+
+std::optional<Millis> parse_duration(std::string_view text) {
+  auto us = parse_duration_us(text);
+  if (!us) return std::nullopt;
+  return std::chrono::round<Millis>(*us);
 }
 
 std::optional<std::size_t> parse_size(std::string_view text) {

@@ -37,6 +37,7 @@ enum class AccessLogFormat { combined, json };
 enum class Revalidation { statx, inotify };
 
 using Millis = std::chrono::milliseconds;
+using Micros = std::chrono::microseconds;
 
 struct Config {
   std::filesystem::path source;  // the file this came from; empty for built-in defaults
@@ -57,7 +58,8 @@ struct Config {
   unsigned processors = 0;  // 0: one per online CPU
   bool pin_processors = false;
   std::size_t stack_size = 64 * 1024;
-  unsigned spin = 20;  // see conf/weft.toml
+  unsigned spin = 20;    // see conf/weft.toml
+  Micros help_age{100};  // 0: processors take work from each other only when they run dry
 
   // [io]
   IoBackend backend = IoBackend::automatic;
@@ -120,7 +122,11 @@ Config load_config(const std::filesystem::path& file);
 void check_config(const Config& config);
 
 /// Parses "10s", "250ms", "2m", "1h" (or a bare number of seconds); nullopt when malformed.
+/// "500us" parses too, rounded to the nearest millisecond.
 std::optional<Millis> parse_duration(std::string_view text);
+
+/// parse_duration to the microsecond, for the keys that take one ("100us").
+std::optional<Micros> parse_duration_us(std::string_view text);
 
 /// Parses "512", "64k", "16m", "1g" (binary units); nullopt when malformed.
 std::optional<std::size_t> parse_size(std::string_view text);

@@ -133,6 +133,7 @@ int run_server(const Config& config) {
   ro.pin = config.pin_processors;
   ro.stack_size = config.stack_size;
   ro.spin = config.spin;
+  ro.help_age = config.help_age;
   try {
     ro.make_driver = rt::make_io_driver_factory(io_opts);
   } catch (const std::exception& e) {

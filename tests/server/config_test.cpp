@@ -60,6 +60,7 @@ TEST(Config, ShippedConfigStatesTheBuiltInDefaults) {
   EXPECT_EQ(file.processors, empty.processors);
   EXPECT_EQ(file.stack_size, empty.stack_size);
   EXPECT_EQ(file.spin, empty.spin);
+  EXPECT_EQ(file.help_age, empty.help_age);
   EXPECT_EQ(file.iowq_bounded, empty.iowq_bounded);
   EXPECT_EQ(file.iowq_unbounded, empty.iowq_unbounded);
   EXPECT_EQ(file.ring_entries, empty.ring_entries);
@@ -205,6 +206,28 @@ TEST(ParseDuration, Table) {
   EXPECT_EQ(parse_duration("-1s"), std::nullopt);
   EXPECT_EQ(parse_duration("5 s"), std::nullopt);
   EXPECT_EQ(parse_duration("5d"), std::nullopt);
+  EXPECT_EQ(parse_duration("1500us"), Millis{2});  // rounded to the key's millisecond
+}
+
+TEST(ParseDuration, Microseconds) {
+  EXPECT_EQ(parse_duration_us("100us"), Micros{100});
+  EXPECT_EQ(parse_duration_us("0.25ms"), Micros{250});
+  EXPECT_EQ(parse_duration_us("2s"), Micros{2'000'000});
+  EXPECT_EQ(parse_duration_us("us"), std::nullopt);
+  EXPECT_EQ(parse_duration_us("-5us"), std::nullopt);
+}
+
+TEST(Config, HelpAgeTakesMicrosecondsAndZero) {
+  EXPECT_EQ(parse_config("[runtime]\nhelp_age = \"250us\"\n", "t.toml").help_age, Micros{250});
+  EXPECT_EQ(parse_config("[runtime]\nhelp_age = \"0s\"\n", "t.toml").help_age, Micros{0});
+  try {
+    parse_config("[runtime]\nhelp_age = \"2s\"\n", "t.toml");
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string{e.what()}.find("must be between 0us and 1000000us (got 2000000us)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ParseSize, Table) {
