@@ -7,7 +7,10 @@
 # (Recv-Q/backlog), the connections established and half-open on the port, and the
 # kernel's ListenOverflows. It prints p99 (from schedule), replies, replies/s, failed
 # sessions by class, weft's CPU per reply (utime+stime) and the per-second timeline.
-# Usage (root): [WEFT=BINARY] scripts/bench/capped_run.sh RATE SECONDS [weft extra TOML lines...]
+# Usage (root): [WEFT=BINARY] [PROCS=N] [HELP_AGE=D] [QUOTA_US=Q] \
+#   scripts/bench/capped_run.sh RATE SECONDS [weft extra TOML lines...]
+# PROCS processors (default 1) all share the capped core 0; HELP_AGE, when set, is runtime.help_age
+# ("0s" turns helping off: the fairness A/B).
 #   e.g. scripts/bench/capped_run.sh 2400 6 '[limits]' 'max_queue_wait = "0s"'
 # Needs build/release and the generated set (python3 www-fixtures/generate.py --preset small).
 set -euo pipefail
@@ -52,7 +55,8 @@ listen = ["127.0.0.1:$port"]
 root = "$files"
 backlog = 4096
 [runtime]
-processors = 1
+processors = ${PROCS:-1}
+${HELP_AGE:+help_age = "$HELP_AGE"}
 [timeouts]
 keepalive = "75s"
 shutdown_grace = "1s"
