@@ -212,8 +212,15 @@ void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
     return;  // not paused: keep accepting as before
   }
   if (ctx.metrics) ctx.metrics->on_listen_pause(rt::Processor::current()->index(), queued);
+  // At most one line per socket per max_queue_wait (claim() above), so overload cannot
+  // flood the log.
+  spdlog::warn(
+      "overload: a connection waited over limits.max_queue_wait ({} ms) in the listen queue; "
+      "reset it and the {} queued behind it, and stopped accepting for a while",
+      ctx.config.max_queue_wait.count(), queued);
   unsigned open_at = ctx.open_connections.load(std::memory_order_relaxed);
-  auto until = rt::now() + ctx.config.max_queue_wait;
+  auto paused_at = rt::now();
+  auto until = paused_at + ctx.config.max_queue_wait;
   // Bounded: one check per millisecond for at most max_queue_wait.
   while (!stop.cancelled() && rt::now() < until &&
          ctx.open_connections.load(std::memory_order_relaxed) > open_at / 2) {
@@ -221,6 +228,10 @@ void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
   }
   if (::listen(fd, ctx.config.backlog) != 0) {
     spdlog::error("listen again after an overload pause: {}", std::strerror(errno));
+  } else {
+    spdlog::info(
+        "overload: accepting again after {} ms",
+        std::chrono::duration_cast<std::chrono::milliseconds>(rt::now() - paused_at).count());
   }
   paused_listeners().release(fd, rt::now());
 }

@@ -99,6 +99,8 @@ class StaleQueue:
         self.assertEqual(get_when_listening(self.srv), "HTTP/1.1 200 OK")
         self.assertEqual(metric(self.metrics_port, "weft_connections_shed_total") - shed0, QUEUED)
         self.assertGreaterEqual(metric(self.metrics_port, "weft_listen_pauses_total") - pauses0, 1)
+        self.assertIn("overload: a connection waited over limits.max_queue_wait (200 ms)",
+                      self.srv.log())
 
 
 class StaleSharedQueue:
