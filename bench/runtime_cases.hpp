@@ -384,99 +384,132 @@ void locality_bench(const RunConfig& cfg, unsigned fibers, bool share, unsigned 
 // With leader_yields the leader yields while it waits instead of spinning (not in the thesis:
 // a cooperative leader, which also works on one processor).
 
+// One transfer run's shared state; lead() and follow() are one turn of a fiber.
 template <typename P>
-void transfer_bench(const RunConfig& cfg, unsigned fibers, uint64_t transfers, bool park,
-                    bool leader_yields, std::chrono::milliseconds stall, Figures& out) {
+struct Transfer {
   struct alignas(64) Member {
     std::atomic<uint64_t> idx{0};
     typename P::Semaphore sem{0};
   };
+  unsigned fibers;
+  uint64_t transfers;
+  bool park, leader_yields;
+  int64_t stall_ns;
+  std::deque<Member> m;
+  std::atomic<uint64_t> lead_idx{0};
+  std::atomic<unsigned> leader{0};
+  std::atomic<bool> estop{false};
+  typename P::Semaphore done{0};
+  uint64_t rng = 0x2545F4914F6CDD1Dull;  // the leader's, one leader at a time
+  int64_t max_ns = 0, sum_ns = 0;
+  uint64_t epochs = 0;
+  bool stalled = false;
+  std::vector<int64_t> delays;
+
+  Transfer(unsigned n, uint64_t t, bool pk, bool ly, std::chrono::milliseconds stall)
+      : fibers(n),
+        transfers(t),
+        park(pk),
+        leader_yields(ly),
+        stall_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(stall).count()),
+        m(n) {
+    delays.reserve(transfers);
+    leader.store(static_cast<unsigned>(xorshift(rng) % fibers));
+  }
+
+  bool over() const {
+    return lead_idx.load(std::memory_order_acquire) > transfers ||
+           estop.load(std::memory_order_acquire);
+  }
+
+  // Waits (spinning or yielding) until fiber i has seen `epoch`; false on a stall.
+  bool await_ack(unsigned i, uint64_t epoch, int64_t t0) {
+    for (unsigned spins = 0; m[i].idx.load(std::memory_order_acquire) != epoch; ++spins) {
+      if (leader_yields) {
+        P::yield();
+      } else {
+        cpu_pause();
+      }
+      if (spins % 256 == 0 && now_ns() - t0 > stall_ns) return false;
+    }
+    return true;
+  }
+
+  void lead(unsigned me) {
+    uint64_t epoch = lead_idx.fetch_add(1, std::memory_order_acq_rel) + 1;
+    m[me].idx.store(epoch, std::memory_order_release);
+    if (epoch > transfers) {
+      done.release();
+      return;
+    }
+    int64_t t0 = now_ns();
+    for (unsigned i = 0; i < fibers; ++i) {
+      if (!await_ack(i, epoch, t0)) {
+        stalled = true;
+        max_ns = std::max(max_ns, stall_ns);
+        estop.store(true, std::memory_order_release);
+        done.release();
+        return;
+      }
+    }
+    int64_t d = now_ns() - t0;
+    max_ns = std::max(max_ns, d);
+    sum_ns += d;
+    delays.push_back(d);
+    ++epochs;
+    leader.store(static_cast<unsigned>(xorshift(rng) % fibers), std::memory_order_release);
+    if (park) {
+      for (unsigned i = 0; i < fibers; ++i) {
+        if (i != me) m[i].sem.release();
+      }
+    }
+  }
+
+  void follow(unsigned me) {
+    P::yield();
+    uint64_t epoch = lead_idx.load(std::memory_order_acquire);
+    if (epoch == m[me].idx.load(std::memory_order_relaxed)) return;  // nothing new
+    m[me].idx.fetch_add(1, std::memory_order_acq_rel);               // acknowledge
+    if (park) {
+      m[me].sem.acquire();
+    } else {
+      P::yield();
+    }
+  }
+};
+
+template <typename P>
+void transfer_bench(const RunConfig& cfg, unsigned fibers, uint64_t transfers, bool park,
+                    bool leader_yields, std::chrono::milliseconds stall, Figures& out) {
   double elapsed = 0;
   int64_t max_ns = 0, sum_ns = 0;
   uint64_t epochs = 0;
   bool stalled = false;
   std::vector<int64_t> delays;
-  delays.reserve(transfers);
   P::run(cfg, [&] {
-    std::deque<Member> m(fibers);
-    std::atomic<uint64_t> lead_idx{0};
-    std::atomic<unsigned> leader{0};
-    std::atomic<bool> estop{false};
-    typename P::Semaphore done{0};
-    uint64_t rng = 0x2545F4914F6CDD1Dull;  // the leader's, one leader at a time
-    int64_t stall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stall).count();
-    auto over = [&] {
-      return lead_idx.load(std::memory_order_acquire) > transfers ||
-             estop.load(std::memory_order_acquire);
-    };
-    auto lead = [&](unsigned me) {
-      uint64_t epoch = lead_idx.fetch_add(1, std::memory_order_acq_rel) + 1;
-      m[me].idx.store(epoch, std::memory_order_release);
-      if (epoch > transfers) {
-        done.release();
-        return;
-      }
-      int64_t t0 = now_ns();
-      for (unsigned i = 0; i < fibers; ++i) {
-        for (unsigned spins = 0; m[i].idx.load(std::memory_order_acquire) != epoch; ++spins) {
-          if (leader_yields) {
-            P::yield();
-          } else {
-            cpu_pause();
-          }
-          if (spins % 256 == 0 && now_ns() - t0 > stall_ns) {
-            stalled = true;
-            max_ns = std::max(max_ns, stall_ns);
-            estop.store(true, std::memory_order_release);
-            done.release();
-            return;
-          }
-        }
-      }
-      int64_t d = now_ns() - t0;
-      max_ns = std::max(max_ns, d);
-      sum_ns += d;
-      delays.push_back(d);
-      ++epochs;
-      leader.store(static_cast<unsigned>(xorshift(rng) % fibers), std::memory_order_release);
-      if (park) {
-        for (unsigned i = 0; i < fibers; ++i) {
-          if (i != me) m[i].sem.release();
-        }
-      }
-    };
-    auto follow = [&](unsigned me) {
-      P::yield();
-      uint64_t epoch = lead_idx.load(std::memory_order_acquire);
-      if (epoch == m[me].idx.load(std::memory_order_relaxed)) return;  // nothing new
-      m[me].idx.fetch_add(1, std::memory_order_acq_rel);               // acknowledge
-      if (park) {
-        m[me].sem.acquire();
-      } else {
-        P::yield();
-      }
-    };
-    leader.store(static_cast<unsigned>(xorshift(rng) % fibers));
+    Transfer<P> t(fibers, transfers, park, leader_yields, stall);
     Gate gate;
     std::vector<typename P::Handle> hs;
     for (unsigned i = 0; i < fibers; ++i) {
       hs.push_back(P::spawn([&, i] {
         gate.wait<P>();
-        while (!over()) {
-          if (leader.load(std::memory_order_acquire) == i) {
-            lead(i);
+        while (!t.over()) {
+          if (t.leader.load(std::memory_order_acquire) == i) {
+            t.lead(i);
           } else {
-            follow(i);
+            t.follow(i);
           }
         }
       }));
     }
     auto t0 = BenchClock::now();
     gate.open();
-    done.acquire();
+    t.done.acquire();
     elapsed = seconds_since(t0);
-    for (auto& mm : m) mm.sem.release();
+    for (auto& mm : t.m) mm.sem.release();
     for (auto& h : hs) h.join();
+    max_ns = t.max_ns, sum_ns = t.sum_ns, epochs = t.epochs, stalled = t.stalled;
+    delays = std::move(t.delays);
   });
   std::sort(delays.begin(), delays.end());
   out.set("max_delay_us", static_cast<double>(max_ns) / 1e3);
