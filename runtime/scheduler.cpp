@@ -181,7 +181,7 @@ void Processor::after_switch() {
       break;
     case Pending::requeue:
       f->ready_at.store(clock_, std::memory_order_relaxed);
-      local_.push(f, rt_.global_);
+      push_local(f);
       rt_.notify_work(false);
       break;
     case Pending::lifo:
@@ -225,20 +225,26 @@ void Processor::schedule(Fiber* f, bool lifo) {
     // Even with nothing displaced, an idle processor may be needed: if the running fiber
     // keeps this processor busy, a thief takes f from the slot (see steal()).
   } else {
-    local_.push(f, rt_.global_);
-    // The push is a plain release store, which x86 may hold in its store buffer past the
-    // loads in notify_work: a processor going to sleep at that moment would miss the push in
-    // its re-check while we miss its sleep, and f would wait until this processor got to it
-    // (io_bench's wake group saw one-second stalls behind a busy waker). A fence (not an RMW
-    // on the shared counters: no cache line bounces between processors) closes that window.
-#if defined(__SANITIZE_THREAD__)
-    // TSan does not model fences (GCC warns); a seq_cst RMW is a full barrier too.
-    fence_word_.fetch_add(0, std::memory_order_seq_cst);
-#else
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-#endif
+    push_local(f);
   }
   rt_.notify_work(false);
+}
+
+void Processor::push_local(Fiber* f) {
+  local_.push(f, rt_.global_);
+  // The push is a plain release store, which x86 may hold in its store buffer past the
+  // loads in notify_work: a processor going to sleep at that moment would miss the push in
+  // its re-check while we miss its sleep, and f would wait until this processor got to it
+  // (io_bench's wake group saw one-second stalls behind a busy waker), or forever when this
+  // processor then runs a fiber that never yields (a yield's requeue came here without the
+  // fence: the transfer test, 4 processors under TSan, stalled 30 s once). A fence (not an
+  // RMW on the shared counters: no cache line bounces between processors) closes that window.
+#if defined(__SANITIZE_THREAD__)
+  // TSan does not model fences (GCC warns); a seq_cst RMW is a full barrier too.
+  fence_word_.fetch_add(0, std::memory_order_seq_cst);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
 }
 
 Fiber* Processor::pick_fast() {
@@ -294,7 +300,7 @@ Fiber* Processor::find_work() {
       for (unsigned i = 1; f && i < kGlobalBatch; ++i) {
         Fiber* more = rt_.global_.pop();
         if (!more) break;
-        local_.push(more, rt_.global_);
+        push_local(more);
       }
     }
     if (!f && start_searching()) f = steal();
@@ -429,6 +435,8 @@ Fiber* Processor::help() {
   if (n_taken > 0) {
     helped_.store(helped_.load(std::memory_order_relaxed) + n_taken, std::memory_order_relaxed);
   }
+  // More than one taken: the rest wait in this queue, and a sleeping processor could run them.
+  if (n_taken > 1) rt_.notify_work(false);
   return taken;
 }
 
@@ -441,7 +449,7 @@ unsigned Processor::take_old(Processor& victim, int64_t now_cycles, int64_t limi
     if (!next || ready_age(next, now_cycles) <= limit) break;
     next = victim.local_.pop();
     if (!next) break;
-    local_.push(next, rt_.global_);
+    push_local(next);
     ++n;
   }
   return n;

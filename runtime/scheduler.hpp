@@ -141,9 +141,10 @@ class Processor {
   friend Fiber* detail::allocate_fiber(Runtime*);
   enum class Pending : uint8_t { none, park, requeue, lifo, exit };
 
-  void run();          // the scheduler loop, on the thread's own stack
-  Fiber* pick_fast();  // local work only, never blocks
-  Fiber* find_work();  // slow path; null when the runtime stops
+  void push_local(Fiber* f);  // the local queue's tail, ordered before notify_work's loads
+  void run();                 // the scheduler loop, on the thread's own stack
+  Fiber* pick_fast();         // local work only, never blocks
+  Fiber* find_work();         // slow path; null when the runtime stops
   Fiber* steal();
   Fiber* help();
   unsigned take_old(Processor& victim, int64_t now_cycles, int64_t limit);
