@@ -266,6 +266,8 @@ class Runtime {
   int64_t help_age_cycles_ = 0;        // options_.help_age in cycles()
   uint64_t look_interval_cycles_ = 0;  // the least time between two help looks
   int64_t help_age_ns_ = 0;            // options_.help_age in ns: the longest idle nap
+  bool park_barrier_ = false;          // park_idle runs membarrier(2) (registered; >1 processor)
+  bool light_push_ = false;            // push_local needs only a compiler barrier (see there)
 
   // Start barrier: processors wait until every driver is attached.
   std::mutex start_mu_;
