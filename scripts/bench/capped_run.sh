@@ -49,6 +49,8 @@ echo "${QUOTA_US:-1000}" > "$group/cpu.cfs_quota_us"
 
 # The settings compare.py gives weft, then the extra lines (a later key wins in weft's TOML
 # only once per table, so extra lines name their own table).
+help_line=
+[[ -n ${HELP_AGE:-} ]] && help_line="help_age = \"$HELP_AGE\""
 cat > "$work/weft.toml" <<CONF
 [server]
 listen = ["127.0.0.1:$port"]
@@ -56,7 +58,7 @@ root = "$files"
 backlog = 4096
 [runtime]
 processors = ${PROCS:-1}
-${HELP_AGE:+help_age = "$HELP_AGE"}
+$help_line
 [timeouts]
 keepalive = "75s"
 shutdown_grace = "1s"
