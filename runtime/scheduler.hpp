@@ -37,9 +37,14 @@
 // Idle protocol (after Go and Tokio): at most half the processors search for work at once.
 // Whoever makes work available wakes one parked processor if none is searching; a searcher
 // that finds work and was the last one wakes another. A processor that parks registers as
-// a sleeper, stops searching, then re-checks every queue before blocking; with seq_cst
-// read-modify-writes on both sides, either it sees the new work or the pusher sees it
-// asleep: no lost wake-up.
+// a sleeper, stops searching, then re-checks every queue before blocking; either it sees
+// the new work or the pusher sees it asleep: no lost wake-up. That takes a full barrier on
+// both sides, between the pusher's push and its read of the sleeper count, and between the
+// sleeper's registration and its re-check. A push to another processor's queue or the
+// global one uses a seq_cst read-modify-write; a push to the processor's own queue (every
+// yield) has its barrier made asymmetric with membarrier(2): the sleeper's call makes every
+// running processor execute one, so the push itself needs only the compiler's (without
+// membarrier, a fence after the push).
 //
 // Shutdown order: the main fiber returns -> the runtime is marked stopping and every driver
 // is unparked -> each processor finishes the fiber it runs and leaves its loop -> run()
