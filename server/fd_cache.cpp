@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/io.hpp"
@@ -34,6 +35,8 @@ bool transient_error(int err) {
   return err == EMFILE || err == ENFILE || err == ENOMEM || err == EAGAIN || err == EINTR ||
          err == ECANCELED;
 }
+
+constexpr unsigned kStatMask = STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_INO;
 
 std::string_view dir_of(std::string_view path) {
   auto slash = path.rfind('/');
@@ -219,12 +222,28 @@ void FdCache::erase_locked(
   entries_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+int FdCache::stat_path(const char* rel, struct ::statx* st) const {
+  // io_uring runs every statx on a kernel worker (IORING_OP_STATX is always punted), which
+  // costs two context switches per revalidation; under the CPU cap that was about 1 in 8 of
+  // weft's CPU (docs/benchmarks.md, "Revalidation without a kernel worker"). A path whose
+  // every component is in the dentry cache is resolved here without waiting for the disk
+  // (RESOLVE_CACHED fails with EAGAIN instead), and an open file's inode is in memory, so
+  // statx on the O_PATH descriptor cannot block either. Only the rest goes to io::statx.
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = resolve_ | RESOLVE_CACHED;
+  int fd = static_cast<int>(::syscall(SYS_openat2, root_fd_, rel, &how, sizeof how));
+  if (fd < 0 && errno == EAGAIN) return io::statx(root_fd_, rel, 0, kStatMask, st);
+  if (fd < 0) return -errno;
+  int rc = ::statx(fd, "", AT_EMPTY_PATH, kStatMask, st) == 0 ? 0 : -errno;
+  ::close(fd);
+  return rc;
+}
+
 bool FdCache::still_current(const FileEntry& e) {
   std::string rel = e.path.size() > 1 ? e.path.substr(1) : std::string(".");
   struct ::statx st {};
-  int rc =
-      io::statx(root_fd_, rel.c_str(), 0, STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_INO, &st);
-  if (rc < 0) return false;
+  if (stat_path(rel.c_str(), &st) < 0) return false;
   uint64_t dev = (uint64_t{st.stx_dev_major} << 32) | st.stx_dev_minor;
   return st.stx_ino == e.ino && dev == e.dev && st.stx_mtime.tv_sec == e.mtime &&
          st.stx_mtime.tv_nsec == e.mtime_ns && (e.directory || st.stx_size == e.size) &&
@@ -247,7 +266,8 @@ FileRef FdCache::load(std::string_view path) {
     return ref;
   }
   struct ::statx st {};
-  int rc = io::statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_INO, &st);
+  // Inline: the open file's inode is in memory (see stat_path).
+  int rc = ::statx(fd, "", AT_EMPTY_PATH, kStatMask, &st) == 0 ? 0 : -errno;
   if (rc < 0) {
     ::close(fd);
     e->error = -rc;

@@ -99,6 +99,9 @@ class FdCache {
   Shard& shard_for(std::string_view path);
   FileRef load(std::string_view path);
   bool still_current(const FileEntry& e);
+  /// Stats root-relative `rel` like statx(2) without following it out of the root's resolve
+  /// rules and without blocking the processor; returns 0 or -errno.
+  int stat_path(const char* rel, struct ::statx* st) const;
   bool fresh(const FileEntry& e, int64_t now_ns) const;
   void publish(Shard& s, std::string_view path, FileRef entry);
   void evict_over_limit(Shard& s);

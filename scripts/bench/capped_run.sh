@@ -18,62 +18,22 @@ cd "$(dirname "$0")/../.."
 rate=${1:?RATE}
 secs=${2:-6}
 shift 2 || true
-weft=${WEFT:-$PWD/build/release/server/weft}
-load=$PWD/build/release/loadgen/weft-load
-files=$PWD/www-fixtures/generated/small
-[[ -x $weft && -x $load && -f $files/MANIFEST ]] || {
-  echo "capped_run.sh: needs build/release and $files (www-fixtures/generate.py --preset small)" >&2
-  exit 2
-}
 port=19000
-group=/sys/fs/cgroup/cpu/weft-capped-$$
-work=$(mktemp -d /tmp/weft-capped-XXXXXX)
-pid=
-cleanup() {
-  # weft first (SIGTERM, then waited for: it leaves its cgroup empty), then the sampler.
-  [[ -n $pid ]] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
-  # shellcheck disable=SC2046
-  kill $(jobs -p) 2>/dev/null || true
-  sleep 0.3
-  rmdir "$group" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-if ss -ltnH "sport = :$port" | grep -q .; then
-  echo "capped_run.sh: port $port is taken (a weft left running? SO_REUSEPORT would share it)" >&2
-  exit 2
-fi
-mkdir "$group" || { echo "capped_run.sh: cannot create $group (cgroup v1 cpu, as root)" >&2; exit 2; }
-echo 10000 > "$group/cpu.cfs_period_us"
-echo "${QUOTA_US:-1000}" > "$group/cpu.cfs_quota_us"
+# shellcheck source=scripts/bench/capped_lib.sh
+source scripts/bench/capped_lib.sh
+capped_binaries capped_run.sh
+capped_setup $port "${QUOTA_US:-1000}" capped
 
 # The settings compare.py gives weft, then the extra lines (a later key wins in weft's TOML
 # only once per table, so extra lines name their own table).
 help_line=
 [[ -n ${HELP_AGE:-} ]] && help_line="help_age = \"$HELP_AGE\""
-cat > "$work/weft.toml" <<CONF
-[server]
-listen = ["127.0.0.1:$port"]
-root = "$files"
-backlog = 4096
-[runtime]
-processors = ${PROCS:-1}
-$help_line
-[timeouts]
-keepalive = "75s"
-shutdown_grace = "1s"
-[fd_cache]
-max_entries = 2000
-[log]
-level = "warn"
-error_log = "$work/error.log"
-access_log = "off"
-CONF
+weft_toml $port "$files" "${PROCS:-1}" auto "$help_line" > "$work/weft.toml"
 printf '%s\n' "$@" >> "$work/weft.toml"
 
 (echo $BASHPID > "$group/tasks"; exec taskset -c 0 "$weft" -c "$work/weft.toml") &
 pid=$!
-for _ in $(seq 100); do ss -ltnH "sport = :$port" | grep -q . && break; sleep 0.05; done
+wait_listening $port || true
 cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 nstat -n > /dev/null
 (

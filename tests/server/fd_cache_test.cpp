@@ -131,6 +131,26 @@ TEST_F(FdCacheTest, ReplacedByRenameServesNewContent) {
   });
 }
 
+// Revalidation resolves the path with the root's rules (RESOLVE_BENEATH by default), so a
+// served file replaced by a symlink out of the root is refused at the next lookup after
+// `valid`, and one replaced by a symlink inside the root serves the target.
+TEST_F(FdCacheTest, RevalidationKeepsTheRootsSymlinkRules) {
+  write_file(root_ / "out.txt", "inside");
+  write_file(root_ / "target.txt", "the target");
+  write_file(root_ / "in.txt", "inside too");
+  with_cache([&](FdCache& c) {
+    EXPECT_EQ(body_of(c.lookup("/out.txt", 0)), "inside");
+    EXPECT_EQ(body_of(c.lookup("/in.txt", 0)), "inside too");
+    fs::remove(root_ / "out.txt");
+    fs::create_symlink("/etc/hostname", root_ / "out.txt");
+    fs::remove(root_ / "in.txt");
+    fs::create_symlink("target.txt", root_ / "in.txt");
+    rt::sleep_for(70ms);
+    EXPECT_EQ(c.lookup("/out.txt", 0)->error, EXDEV);
+    EXPECT_EQ(body_of(c.lookup("/in.txt", 0)), "the target");
+  });
+}
+
 TEST_F(FdCacheTest, TruncatedFileNeverDisagreesWithItsSize) {
   std::string big(100'000, 'x');
   write_file(root_ / "t.bin", big);
