@@ -4,8 +4,10 @@
 // waits for readiness: its fd is added to the processor's epoll with EPOLLONESHOT, naming a
 // slot of the processor's wait table (index and generation, so an event that arrives after
 // the wait ended is recognised as stale). Events, timeouts (the processor's timer heap) and
-// cancel requests all complete a wait on the owner thread, which removes the fd from epoll
-// before waking the fiber; so nothing refers to the wait once the fiber runs again.
+// cancel requests all complete a wait on the owner thread before it wakes the fiber; so
+// nothing refers to the wait once the fiber runs again. A wait ended by its event leaves the
+// registration in epoll, disarmed by EPOLLONESHOT, and the next wait on that descriptor
+// re-arms it with one EPOLL_CTL_MOD: one system call per wait instead of an ADD and a DEL.
 // File reads and writes, open, statx and close are plain system calls: they block the
 // processor for as long as the kernel takes (page-cache hits are quick). splice is done
 // with SPLICE_F_NONBLOCK; sendfile like splice for sockets.
@@ -75,11 +77,15 @@ class EpollDriver final : public IoDriver {
   int64_t execute(IoRequest& r) override {
     bump(ops_);
     switch (r.op) {
-      case IoOpcode::accept:
-        return retry(r, POLLIN, [&] {
+      case IoOpcode::accept: {
+        int64_t fd = retry(r, POLLIN, [&] {
           return ::accept4(r.fd, static_cast<sockaddr*>(r.buf), r.addrlen, r.flags);
         });
+        if (fd >= 0) current()->forget(static_cast<int>(fd));  // a new file: nothing registered
+        return fd;
+      }
       case IoOpcode::connect: {
+        current()->forget(r.fd);  // a new socket, whatever this number held before
         if (::connect(r.fd, static_cast<const sockaddr*>(r.buf), static_cast<socklen_t>(r.len)) ==
             0) {
           return 0;
@@ -148,10 +154,44 @@ class EpollDriver final : public IoDriver {
     uint32_t gen = 0;
   };
 
+  // What this processor's epoll holds for a descriptor. `idle`: registered and disarmed (its
+  // last wait ended by its event), so the next wait re-arms it with EPOLL_CTL_MOD; `armed`: a
+  // wait holds it. Closing a file removes its registrations, so a number may say `idle` for
+  // a closed descriptor: the MOD then fails with ENOENT and the wait adds it. accept and
+  // connect reset the number they hand out, which keeps that detour off the usual path.
+  enum class Reg : uint8_t { none, idle, armed };
+
+  Reg& reg(int fd) {
+    if (static_cast<std::size_t>(fd) >= reg_.size()) reg_.resize(static_cast<std::size_t>(fd) + 64);
+    return reg_[static_cast<std::size_t>(fd)];
+  }
+
+  void forget(int fd) { reg(fd) = Reg::none; }
+
+  // Registers (or re-arms) fd for one event; returns epoll_ctl's result (errno set).
+  int register_fd(int fd, epoll_event& ev) {
+    Reg state = reg(fd);
+    int rc = -1;
+    if (state == Reg::armed) {
+      errno = EEXIST;  // another wait of this processor holds fd
+    } else if (state == Reg::idle) {
+      rc = epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev);
+      if (rc < 0 && errno == ENOENT) rc = epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    } else {
+      rc = epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    }
+    if (rc == 0) reg(fd) = Reg::armed;
+    return rc;
+  }
+
   // Runs attempt() until it does not say EAGAIN, waiting for `events` on the request's fd.
   template <typename Attempt>
   int64_t retry(IoRequest& r, short events, Attempt attempt) {
     int fd = (r.op == IoOpcode::sendfile || r.op == IoOpcode::splice) ? r.fd_out : r.fd;
+    if (r.poll_first) {
+      int64_t w = current()->wait_ready(fd, events, r.deadline, r.token);
+      if (w < 0) return w;
+    }
     while (true) {
       if (r.token && r.token->cancelled()) return -ECANCELED;
       auto n = attempt();
@@ -217,7 +257,7 @@ class EpollDriver final : public IoDriver {
     epoll_event ev{};
     ev.events = static_cast<uint32_t>(events) | EPOLLONESHOT;
     ev.data.u64 = (uint64_t{slots_[w.slot].gen} << 32) | w.slot;
-    int rc = epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    int rc = register_fd(fd, ev);
     if (rc < 0 && errno == EEXIST) {
       // Another wait of this processor holds fd (two acceptors sharing a listening socket,
       // say). epoll keys a registration by file and descriptor, so a duplicate descriptor
@@ -254,11 +294,20 @@ class EpollDriver final : public IoDriver {
 
   // Owner thread: ends a wait (event, timeout or cancel) and wakes its fiber or starts its
   // callback.
-  void complete(ReadyWait* w, int64_t result) {
+  void complete(ReadyWait* w, int64_t result, bool by_event) {
     if (w->done) return;
     w->done = true;
-    epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd, nullptr);
-    if (w->dup_fd) ::close(w->fd);  // closing a duplicate leaves the caller's fd as it was
+    if (w->dup_fd) {
+      // Removed first: the duplicate's registration would outlive its close while the caller's
+      // descriptor keeps the file open. Closing it leaves the caller's fd as it was.
+      epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd, nullptr);
+      ::close(w->fd);
+    } else if (by_event) {
+      reg(w->fd) = Reg::idle;  // EPOLLONESHOT disarmed it
+    } else {
+      epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd, nullptr);  // still armed: a timeout or a cancel
+      reg(w->fd) = Reg::none;
+    }
     free_slot(w->slot);
     if (w->has_timer) {
       // Never from the timer's callback (it only queues): the entry cannot be firing now.
@@ -300,7 +349,7 @@ class EpollDriver final : public IoDriver {
       IoWait* next = w->next_cancel;
       auto* rw = static_cast<ReadyWait*>(w->backend);
       bool timed_out = rw->fired && !(w->token() && w->token()->cancelled());
-      complete(rw, timed_out ? -ETIMEDOUT : -ECANCELED);
+      complete(rw, timed_out ? -ETIMEDOUT : -ECANCELED, false);
       w = next;
     }
     return n;
@@ -322,7 +371,7 @@ class EpollDriver final : public IoDriver {
       uint32_t gen = static_cast<uint32_t>(d >> 32);
       if (slot < slots_.size() && slots_[slot].gen == gen && slots_[slot].wait) {
         bump(completions_);
-        complete(slots_[slot].wait, static_cast<int64_t>(evs[i].events));
+        complete(slots_[slot].wait, static_cast<int64_t>(evs[i].events), true);
       }
     }
     flush_cancels();  // requests that arrived while we slept
@@ -333,6 +382,7 @@ class EpollDriver final : public IoDriver {
   int wake_fd_ = -1;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
+  std::vector<Reg> reg_;  // by descriptor
 };
 
 }  // namespace

@@ -69,6 +69,19 @@ int64_t recv(int fd, void* buf, std::size_t len, int flags, TimePoint deadline,
   return run(r);
 }
 
+int64_t recv_when_ready(int fd, void* buf, std::size_t len, int flags, TimePoint deadline,
+                        CancelToken* token) {
+  IoRequest r{.op = IoOpcode::recv,
+              .fd = fd,
+              .buf = buf,
+              .len = len,
+              .flags = flags,
+              .deadline = deadline,
+              .token = token,
+              .poll_first = true};
+  return run(r);
+}
+
 int64_t send(int fd, const void* buf, std::size_t len, int flags, TimePoint deadline,
              CancelToken* token) {
   IoRequest r{.op = IoOpcode::send,

@@ -105,6 +105,7 @@ struct IoRequest {
   unsigned mask = 0;  // statx mask
   TimePoint deadline = kNoDeadline;
   CancelToken* token = nullptr;
+  bool poll_first = false;  // epoll: wait for readiness before the first try (recv_when_ready)
 };
 
 /// The wait state of one operation in flight, on the waiting fiber's stack (or in a

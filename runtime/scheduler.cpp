@@ -238,10 +238,9 @@ void Processor::push_local(Fiber* f) {
   // loads in notify_work: a processor going to sleep at that moment would miss the push in
   // its re-check while we miss its sleep, and f would wait until this processor got to it
   // (io_bench's wake group saw one-second stalls behind a busy waker), or forever when this
-  // processor then runs a fiber that never yields (a yield's requeue came here without a
-  // barrier: the transfer test, 4 processors under TSan, stalled 30 s once). The barrier is
-  // asymmetric where the kernel has membarrier(2): the sleeper makes every running
-  // processor execute one (park_idle), so the push, on every yield, needs only the
+  // processor then runs a fiber that never yields (a yield's requeue, too, comes here).
+  // The barrier is asymmetric where the kernel has membarrier(2): the sleeper makes every
+  // running processor execute one (park_idle), so the push, on every yield, needs only the
   // compiler's. A fence here made a yield 1.4-1.6x slower.
   if (rt_.light_push_) {
     std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -473,14 +472,19 @@ void Processor::park_idle() {
     // TSan does not model fences.)
     rt_.sleeping_.fetch_add(1, std::memory_order_seq_cst);
   }
-  // The heavy half of push_local's barrier: every other processor now runs a full barrier,
-  // so a push it made before that is visible to the re-check below, and its loads after it
-  // see this sleeper (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED).
-  if (rt_.park_barrier_) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  // No longer searching, before the barrier below: a pusher trusts a searching processor
+  // to find its work (notify_work wakes nobody while one searches), so its loads after the
+  // barrier must see this one stopped, as they see it asleep. Stopped after the barrier, a
+  // push made after it could read "searching", wake nobody, and stay unseen by the re-check
+  // (its store still in the pusher's store buffer).
   if (searching_) {
     searching_ = false;
     rt_.searching_.fetch_sub(1, std::memory_order_seq_cst);
   }
+  // The heavy half of push_local's barrier: every other processor now runs a full barrier,
+  // so a push it made before that is visible to the re-check below, and its loads after it
+  // see this sleeper, not searching (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED).
+  if (rt_.park_barrier_) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   if (!rt_.any_work_visible() && !rt_.stopping()) {
     int64_t timeout = -1;
     int64_t next = timers_.earliest();

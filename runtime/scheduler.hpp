@@ -38,9 +38,10 @@
 // Whoever makes work available wakes one parked processor if none is searching; a searcher
 // that finds work and was the last one wakes another. A processor that parks registers as
 // a sleeper, stops searching, then re-checks every queue before blocking; either it sees
-// the new work or the pusher sees it asleep: no lost wake-up. That takes a full barrier on
-// both sides, between the pusher's push and its read of the sleeper count, and between the
-// sleeper's registration and its re-check. A push to another processor's queue or the
+// the new work or the pusher sees it asleep and not searching: no lost wake-up. That takes
+// a full barrier on both sides, between the pusher's push and its reads of the sleeper and
+// searcher counts, and between the sleeper's registration (and its leaving the searchers)
+// and its re-check. A push to another processor's queue or the
 // global one uses a seq_cst read-modify-write; a push to the processor's own queue (every
 // yield) has its barrier made asymmetric with membarrier(2): the sleeper's call makes every
 // running processor execute one, so the push itself needs only the compiler's (without

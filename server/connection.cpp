@@ -174,8 +174,13 @@ Connection::Outcome Connection::run() {
       } else {
         deadline = request_started_ + cfg.header_timeout;
       }
-      int64_t n =
-          io::recv(fd_, work_->read_area() + have_, work_->read_cap - have_, 0, deadline, &token_);
+      // After an answer the client's next request cannot be here yet (it waits for the
+      // answer), so the wait comes first: no recv that fails with EAGAIN. A fresh connection
+      // may well hold its request already, and a partial one may have the rest coming.
+      char* into = work_->read_area() + have_;
+      std::size_t room = work_->read_cap - have_;
+      int64_t n = idle && requests_ > 0 ? io::recv_when_ready(fd_, into, room, 0, deadline, &token_)
+                                        : io::recv(fd_, into, room, 0, deadline, &token_);
       idle_.store(false, std::memory_order_release);
       if (n == 0) return Outcome::closed;  // the client closed
       if (n < 0) {

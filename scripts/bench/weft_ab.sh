@@ -7,7 +7,9 @@
 #   [server] section is generated, so use WEFT_REUSEPORT_A/B=true|false for server.reuseport,
 #   WEFT_PROCESSORS for runtime.processors (default 1), WEFT_MAX_CONNECTIONS for
 #   limits.max_connections (default 1000: with the default 10000 the descriptor budget
-#   shrinks the fd cache, to 16 entries with splice, which reserves a pipe per connection).
+#   shrinks the fd cache, to 16 entries with splice, which reserves a pipe per connection),
+#   and WEFT_A/WEFT_B for the binary of each side (default build/release's: an A/B of two
+#   builds with the same TOML).
 # Example: scripts/bench/weft_ab.sh 5 3 sendfile $'[io]\nbody = "sendfile"' splice $'[io]\nbody = "splice"'
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,7 +24,7 @@ mkdir -p "$root"
 head -c 100 /dev/urandom | base64 -w0 | head -c 100 > "$root/100.txt"
 head -c 65536 /dev/urandom > "$root/64k.bin"
 head -c 1048576 /dev/urandom > "$root/1m.bin"
-mk() {  # label port reuseport extra
+mk() {  # label port reuseport extra binary
   cat > "$work/$1.toml" <<CONF
 [server]
 listen = ["127.0.0.1:$2"]
@@ -37,10 +39,10 @@ max_connections = ${WEFT_MAX_CONNECTIONS:-1000}
 level = "warn"
 $4
 CONF
-  taskset -c 0 "$weft" -c "$work/$1.toml" &
+  taskset -c 0 "$5" -c "$work/$1.toml" &
 }
-mk a 18291 "${WEFT_REUSEPORT_A:-true}" "$ta"
-mk b 18292 "${WEFT_REUSEPORT_B:-true}" "$tb"
+mk a 18291 "${WEFT_REUSEPORT_A:-true}" "$ta" "${WEFT_A:-$weft}"
+mk b 18292 "${WEFT_REUSEPORT_B:-true}" "$tb" "${WEFT_B:-$weft}"
 sleep 1
 pid_of() { ss -ltnp "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
 res=$work/res

@@ -243,6 +243,58 @@ TEST_P(IoTest, RecvDeadlineFiresNeverEarly) {
   });
 }
 
+// Waits on one descriptor one after another (a wait ended by its event, by its deadline,
+// by its event again), then on descriptors that reuse closed ones' numbers: epoll keeps a
+// disarmed registration between waits and re-arms it, and must not be fooled by a number
+// that now names another file (one processor, so every wait meets the same registrations).
+TEST_P(IoTest, RepeatedWaitsAndReusedDescriptorNumbers) {
+  Runtime rt(opts(1));
+  rt.run([&] {
+    for (int round = 0; round < 3; ++round) {
+      int sv[2];
+      ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+      char b = 0;
+      for (int i = 0; i < 3; ++i) {
+        auto writer = spawn([&] {
+          sleep_for(2ms);
+          ASSERT_EQ(::write(sv[1], "x", 1), 1);
+        });
+        EXPECT_EQ(io::recv(sv[0], &b, 1, 0, now() + 5s), 1) << "round " << round << " i " << i;
+        writer.join();
+        EXPECT_EQ(io::recv(sv[0], &b, 1, 0, now() + 3ms), -ETIMEDOUT);
+      }
+      ::close(sv[0]);
+      ::close(sv[1]);  // the next round's pair most likely gets these numbers back
+    }
+  });
+}
+
+// recv_when_ready waits first, and still returns at once what is already there, the end of
+// the stream, and its deadline.
+TEST_P(IoTest, RecvWhenReadyGetsDataEofAndDeadline) {
+  Runtime rt(opts());
+  rt.run([&] {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    char buf[8];
+    ASSERT_EQ(::write(sv[1], "ab", 2), 2);
+    EXPECT_EQ(io::recv_when_ready(sv[0], buf, sizeof buf, 0, now() + 5s), 2);
+    auto writer = spawn([&] {
+      sleep_for(2ms);
+      ASSERT_EQ(::write(sv[1], "c", 1), 1);
+    });
+    EXPECT_EQ(io::recv_when_ready(sv[0], buf, sizeof buf, 0, now() + 5s), 1);
+    EXPECT_EQ(buf[0], 'c');
+    writer.join();
+    auto start = now();
+    EXPECT_EQ(io::recv_when_ready(sv[0], buf, sizeof buf, 0, start + 10ms), -ETIMEDOUT);
+    EXPECT_GE(now() - start, 10ms);
+    ::close(sv[1]);
+    EXPECT_EQ(io::recv_when_ready(sv[0], buf, sizeof buf, 0, now() + 5s), 0);
+    ::close(sv[0]);
+  });
+}
+
 TEST_P(IoTest, CancelFromAnotherFiber) {
   Runtime rt(opts());
   rt.run([&] {

@@ -344,25 +344,46 @@ void transfer_completes(unsigned procs, bool park_followers) {
   const uint64_t epochs = static_cast<uint64_t>(scaled(200));
   std::atomic<uint64_t> done_epochs{0};
   std::atomic<bool> stalled{false};
+  std::string stall_report;
   rt.run([&] {
     struct Member {
       std::atomic<uint64_t> seen{0};
       Semaphore sem{0};
+      std::atomic<int> at{0};       // for the stall report: 1-4 in follow, 5 leading, 6 done
+      std::atomic<unsigned> on{0};  // the processor it last ran on
     };
     std::deque<Member> m(kFibers);
     std::atomic<uint64_t> epoch{0};
     std::atomic<unsigned> leader{0};
     auto over = [&] { return done_epochs.load() >= epochs || stalled.load(); };
     auto lead = [&](unsigned me) {
+      // The previous leader may have ended the last epoch between this fiber's look at
+      // over() and its look at `leader`: the followers are leaving then, and an epoch begun
+      // now would wait for them forever (this stalled the test 30 s about once in 100 runs
+      // under TSan on a loaded machine). The previous leader counted its epoch before it
+      // named this one, so this look sees the count.
+      if (over()) return;
       uint64_t e = epoch.load() + 1;
       m[me].seen.store(e);
       epoch.store(e);
       uint64_t start = others_rounds(rt);
+      std::vector<uint64_t> rounds0(rt.processors());
+      for (unsigned p = 0; p < rt.processors(); ++p) rounds0[p] = rt.processor(p).rounds();
       auto limit = now() + std::chrono::seconds(30);  // a hang guard, not the criterion
       for (unsigned i = 0; i < kFibers; ++i) {
         while (m[i].seen.load() != e) {
           if (others_rounds(rt) - start > kRoundBound || now() > limit) {
-            stalled.store(true);
+            // Say where it stood: which processors made rounds, and what they held.
+            std::string d = "stalled on follower " + std::to_string(i) + " (at " +
+                            std::to_string(m[i].at.load()) + ", last on processor " +
+                            std::to_string(m[i].on.load()) + "), leader on processor " +
+                            std::to_string(Processor::current()->index()) + ":";
+            for (unsigned p = 0; p < rt.processors(); ++p) {
+              d += " [p" + std::to_string(p) + " rounds +" +
+                   std::to_string(rt.processor(p).rounds() - rounds0[p]) + " queue " +
+                   std::to_string(rt.processor(p).queue_length()) + "]";
+            }
+            if (!stalled.exchange(true)) stall_report = d;
             break;
           }
           cpu_relax();
@@ -377,33 +398,42 @@ void transfer_completes(unsigned procs, bool park_followers) {
       }
     };
     auto follow = [&](unsigned me) {
+      m[me].at.store(1);
       yield();
+      m[me].at.store(2);
+      m[me].on.store(Processor::current()->index());
       uint64_t e = epoch.load();
       if (e == m[me].seen.load()) return;
       m[me].seen.store(e);
+      m[me].at.store(3);
       if (park_followers) {
         m[me].sem.acquire();
       } else {
         yield();
       }
+      m[me].at.store(4);
+      m[me].on.store(Processor::current()->index());
     };
     std::vector<FiberHandle> hs;
     for (unsigned i = 0; i < kFibers; ++i) {
       hs.push_back(spawn([&, i] {
         while (!over()) {
           if (leader.load() == i) {
+            m[i].at.store(5);
             lead(i);
           } else {
             follow(i);
           }
         }
+        m[i].at.store(6);
         // Let followers parked on the last epoch go.
         for (auto& mm : m) mm.sem.release();
       }));
     }
     for (auto& h : hs) h.join();
   });
-  EXPECT_FALSE(stalled.load()) << procs << " processors, " << (park_followers ? "park" : "yield");
+  EXPECT_FALSE(stalled.load()) << procs << " processors, " << (park_followers ? "park" : "yield")
+                               << "; " << stall_report;
   EXPECT_GE(done_epochs.load(), epochs);
 }
 
