@@ -57,20 +57,10 @@ int connect(int fd, const sockaddr* addr, socklen_t addrlen, TimePoint deadline,
   return static_cast<int>(run(r));
 }
 
-int64_t recv(int fd, void* buf, std::size_t len, int flags, TimePoint deadline,
-             CancelToken* token) {
-  IoRequest r{.op = IoOpcode::recv,
-              .fd = fd,
-              .buf = buf,
-              .len = len,
-              .flags = flags,
-              .deadline = deadline,
-              .token = token};
-  return run(r);
-}
+namespace {
 
-int64_t recv_when_ready(int fd, void* buf, std::size_t len, int flags, TimePoint deadline,
-                        CancelToken* token) {
+int64_t recv_request(int fd, void* buf, std::size_t len, int flags, TimePoint deadline,
+                     CancelToken* token, bool poll_first) {
   IoRequest r{.op = IoOpcode::recv,
               .fd = fd,
               .buf = buf,
@@ -78,8 +68,20 @@ int64_t recv_when_ready(int fd, void* buf, std::size_t len, int flags, TimePoint
               .flags = flags,
               .deadline = deadline,
               .token = token,
-              .poll_first = true};
+              .poll_first = poll_first};
   return run(r);
+}
+
+}  // namespace
+
+int64_t recv(int fd, void* buf, std::size_t len, int flags, TimePoint deadline,
+             CancelToken* token) {
+  return recv_request(fd, buf, len, flags, deadline, token, false);
+}
+
+int64_t recv_when_ready(int fd, void* buf, std::size_t len, int flags, TimePoint deadline,
+                        CancelToken* token) {
+  return recv_request(fd, buf, len, flags, deadline, token, true);
 }
 
 int64_t send(int fd, const void* buf, std::size_t len, int flags, TimePoint deadline,
