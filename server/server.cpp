@@ -153,8 +153,11 @@ int run_server(const Config& config) {
   rt::Runtime runtime(ro);
   unsigned procs = runtime.processors();
   try {
-    listeners = open_listeners(config.listen, config.backlog, config.reuseport, procs);
+    // The metrics listener first: once weft's own addresses take connections, /metrics
+    // does too (a client that waited for the first could be refused by the second:
+    // test_overload was, under ASan on a loaded machine).
     if (config.metrics) metrics_fd = open_listener(config.metrics_listen, 64, false);
+    listeners = open_listeners(config.listen, config.backlog, config.reuseport, procs);
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;
