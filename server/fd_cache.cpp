@@ -225,8 +225,8 @@ void FdCache::erase_locked(
 int FdCache::stat_path(const char* rel, struct ::statx* st) const {
   // io_uring runs every statx on a kernel worker (IORING_OP_STATX is always punted), which
   // costs two context switches per revalidation; under the CPU cap that was about 1 in 8 of
-  // weft's CPU (docs/benchmarks.md, "Revalidation without a kernel worker"). A path whose
-  // every component is in the dentry cache is resolved here without waiting for the disk
+  // weft's CPU (docs/benchmarks.md, "Fourth round: revalidation without a kernel worker"). A path
+  // whose every component is in the dentry cache is resolved here without waiting for the disk
   // (RESOLVE_CACHED fails with EAGAIN instead), and an open file's inode is in memory, so
   // statx on the O_PATH descriptor cannot block either. Only the rest goes to io::statx.
   open_how how{};
