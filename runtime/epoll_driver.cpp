@@ -27,6 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/io.hpp"
 #include "runtime/io_driver.hpp"
 #include "runtime/scheduler.hpp"
 #include "runtime/timer.hpp"
@@ -124,10 +125,8 @@ class EpollDriver final : public IoDriver {
           ssize_t n = ::sendfile(r.fd_out, r.fd, r.off_in >= 0 ? &off : nullptr, r.len);
           return n;
         });
-      case IoOpcode::openat2: {
-        long fd = ::syscall(SYS_openat2, r.fd, r.path, &r.how, sizeof r.how);
-        return fd < 0 ? -errno : fd;
-      }
+      case IoOpcode::openat2:
+        return io::openat2_now(r.fd, r.path, r.how.flags, r.how.mode, r.how.resolve);
       case IoOpcode::statx:
         return ::statx(r.fd, r.path, r.flags, r.mask, static_cast<struct ::statx*>(r.buf)) < 0
                    ? -errno

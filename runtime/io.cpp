@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/scheduler.hpp"
@@ -110,9 +111,10 @@ int64_t sendv(int fd, const iovec* iov, int iovcnt, int flags, TimePoint deadlin
   return run(r);
 }
 
-int64_t sendv_all(int fd, iovec* iov, int iovcnt, int flags, TimePoint deadline,
-                  CancelToken* token) {
+int64_t sendv_all(int fd, iovec* iov, int iovcnt, int flags, TimePoint deadline, CancelToken* token,
+                  uint64_t* sent) {
   int64_t total = 0;
+  if (sent) *sent = 0;
   while (iovcnt > 0) {
     if (iov->iov_len == 0) {
       ++iov;
@@ -123,6 +125,7 @@ int64_t sendv_all(int fd, iovec* iov, int iovcnt, int flags, TimePoint deadline,
     if (n < 0) return n;
     if (n == 0) return -EPIPE;
     total += n;
+    if (sent) *sent = static_cast<uint64_t>(total);
     auto left = static_cast<std::size_t>(n);
     while (iovcnt > 0 && left >= iov->iov_len) {
       left -= iov->iov_len;
@@ -138,14 +141,16 @@ int64_t sendv_all(int fd, iovec* iov, int iovcnt, int flags, TimePoint deadline,
 }
 
 int64_t send_all(int fd, const void* buf, std::size_t len, int flags, TimePoint deadline,
-                 CancelToken* token) {
+                 CancelToken* token, uint64_t* sent) {
   const char* p = static_cast<const char*>(buf);
   std::size_t done = 0;
+  if (sent) *sent = 0;
   while (done < len) {
     int64_t n = send(fd, p + done, len - done, flags, deadline, token);
     if (n < 0) return n;
     if (n == 0) return -EPIPE;
     done += static_cast<std::size_t>(n);
+    if (sent) *sent = done;
   }
   return static_cast<int64_t>(len);
 }
@@ -206,6 +211,13 @@ int openat2(int dirfd, const char* path, uint64_t flags, uint64_t mode, uint64_t
               .path = path,
               .how = {.flags = flags | O_CLOEXEC, .mode = mode, .resolve = resolve}};
   return static_cast<int>(run(r));
+}
+
+int openat2_now(int dirfd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
+  // glibc 2.36 has no openat2() wrapper: the system call itself.
+  open_how how{.flags = flags | O_CLOEXEC, .mode = mode, .resolve = resolve};
+  long fd = ::syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+  return fd < 0 ? -errno : static_cast<int>(fd);
 }
 
 int statx(int dirfd, const char* path, int flags, unsigned mask, struct ::statx* out) {

@@ -55,13 +55,16 @@ int64_t sendv(int fd, const iovec* iov, int iovcnt, int flags = 0, TimePoint dea
               CancelToken* token = nullptr);
 
 /// Sends every byte of iov[0..iovcnt), continuing after partial sends (the array is
-/// modified as it goes); returns the total or -errno.
+/// modified as it goes); returns the total or -errno. `sent`, when given, is set to the
+/// bytes sent, also when it fails part way.
 int64_t sendv_all(int fd, iovec* iov, int iovcnt, int flags = 0, TimePoint deadline = kNoDeadline,
-                  CancelToken* token = nullptr);
+                  CancelToken* token = nullptr, uint64_t* sent = nullptr);
 
-/// Sends all len bytes, continuing after partial sends; returns len or -errno.
+/// Sends all len bytes, continuing after partial sends; returns len or -errno. `sent`, when
+/// given, is set to the bytes sent, also when it fails part way.
 int64_t send_all(int fd, const void* buf, std::size_t len, int flags = 0,
-                 TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
+                 TimePoint deadline = kNoDeadline, CancelToken* token = nullptr,
+                 uint64_t* sent = nullptr);
 
 /// Reads up to len bytes at offset (-1: the file position); returns the count or -errno.
 int64_t read(int fd, void* buf, std::size_t len, int64_t offset = -1,
@@ -85,6 +88,12 @@ int64_t sendfile(int fd_out, int fd_in, int64_t offset, std::size_t len,
 /// Opens path relative to dirfd like openat2(2) (flags, mode, RESOLVE_* in resolve);
 /// returns the fd or -errno.
 int openat2(int dirfd, const char* path, uint64_t flags, uint64_t mode = 0, uint64_t resolve = 0);
+
+/// Opens like openat2() but as a plain system call on the calling thread, for a caller that
+/// must not wait for a driver (a RESOLVE_CACHED lookup, the epoll backend, a plain thread);
+/// returns the fd or -errno.
+int openat2_now(int dirfd, const char* path, uint64_t flags, uint64_t mode = 0,
+                uint64_t resolve = 0);
 
 /// Opens path relative to dirfd like openat(2); returns the fd or -errno.
 inline int openat(int dirfd, const char* path, int flags, unsigned mode = 0) {

@@ -30,11 +30,11 @@ namespace {
 
 // Output budgets of the variable fields, after escaping (see the header).
 constexpr std::size_t kAddrBudget = 64;
-constexpr std::size_t kMethodBudget = 32;
-constexpr std::size_t kTargetBudget = 2048;
+constexpr std::size_t kMethodBudget = kAccessFieldBudget.method;
+constexpr std::size_t kTargetBudget = kAccessFieldBudget.target;
 constexpr std::size_t kProtocolBudget = 16;
-constexpr std::size_t kRefererBudget = 1024;
-constexpr std::size_t kAgentBudget = 512;
+constexpr std::size_t kRefererBudget = kAccessFieldBudget.referer;
+constexpr std::size_t kAgentBudget = kAccessFieldBudget.user_agent;
 // Everything else: JSON keys and punctuation (about 150 bytes), the time (at most 26 bytes)
 // and three numbers (at most 20 bytes each), with room to spare.
 constexpr std::size_t kFixedBudget = 320;

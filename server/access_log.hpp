@@ -64,6 +64,15 @@ struct AccessRecord {
   double request_time_s = 0;    // from first byte of the request to the last byte sent
 };
 
+/// The output budgets of the request's fields, after escaping (see "Truncation" above): a
+/// field's first `budget + 1` bytes decide its text, so a caller may keep only those.
+inline constexpr struct {
+  std::size_t method = 32;
+  std::size_t target = 2048;
+  std::size_t referer = 1024;
+  std::size_t user_agent = 512;
+} kAccessFieldBudget;
+
 /// Most bytes one formatted line may take, newline excluded (the stack buffer of log()).
 inline constexpr std::size_t kAccessLineCapacity = 4096;
 

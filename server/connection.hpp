@@ -1,10 +1,11 @@
 // Connection: one client connection, served by one fiber from accept to close.
 //
 // The loop: parse what the buffer holds (llhttp through RequestParser); when a request is
-// complete, answer it (static_handler logic lives here, in serve()); drop its bytes and go
-// on with a pipelined successor, or receive more. Responses to pipelined requests are queued
-// and sent together when the buffer holds no further complete request; a large body flushes
-// the queue first and then goes out with sendfile or splice.
+// complete, ask the static handler for its Reply and give that to the ResponseWriter; drop
+// the request's bytes and go on with a pipelined successor, or receive more. Responses to
+// pipelined requests are queued and sent together when the buffer holds no further complete
+// request. finish_request() runs once per response, after its bytes are sent (or the sending
+// failed): it alone counts the request in the metrics and writes its access line.
 //
 // Timeouts: a request head must arrive within timeouts.header of its first byte (else 408);
 // an idle keep-alive connection is closed after timeouts.keepalive; any send that makes no
@@ -16,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <netinet/in.h>
@@ -25,7 +27,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/io_driver.hpp"
 #include "server/file_entry.hpp"
-#include "server/response.hpp"
+#include "server/response_writer.hpp"
 #include "server/server_context.hpp"
 
 namespace weft::http {
@@ -55,7 +57,6 @@ class Connection {
   Connection* next = nullptr;
 
  private:
-  struct Reply;
   enum class Outcome { closed, idle };
 
   // How long a connection waiting for its next request keeps its fiber and working state
@@ -63,34 +64,26 @@ class Connection {
   // far below a browser's think time. A burst of new connections holds at most this much
   // of their arrivals' worth of stacks.
   static constexpr auto kActiveWait = std::chrono::milliseconds(100);
-  static constexpr std::size_t kCopyBodyMax = 1024;  // bodies up to this go into the arena
 
   static void on_ready(void* arg, int result);
+  static void on_finished(void* self, const Outgoing& response, uint64_t body_sent);
   Outcome run();
+  // Receives more of a request (`idle`: a new one); nullopt when bytes came, else the end.
+  std::optional<Outcome> receive(bool idle);
   Outcome go_idle();
   void acquire_work();
   void release_work();
-  bool serve(const Request& req, rt::TimePoint started);
-  bool respond_listing(const Request& req, bool close, uint64_t* sent);
-  bool respond_error(int status, const Request* req, bool close, std::string_view extra = {});
-  bool send_reply(Reply& r, const Request* req);
-  void begin_head(HeadBuffer& h, int status, bool close, const Request* req);
-  bool queue(std::string_view head, const char* body, std::size_t body_len, FileRef hold);
-  // Sends everything queued; `flags` go to send (MSG_MORE when a file body follows).
-  bool flush(int flags = 0);
-  bool send_file_body(const FileEntry& file, uint64_t offset, uint64_t length);
-  bool send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length);
-  bool send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length);
-  void on_body_error(const FileEntry& file, int64_t result);
-  void log_access(const Request* req, int status, uint64_t body_bytes, rt::TimePoint started);
+  bool serve(const Request& req);
+  // Answers `status` without a parsed request (503, 408, a malformed one) and closes.
+  void fail_and_close(int status);
+  RequestNote note_of(const Request* req, rt::TimePoint started);
+  void finish_request(const Outgoing& response, uint64_t body_sent);
   void lingering_close();
-  rt::TimePoint send_deadline() const;
 
   // Kept for the connection's life (a few hundred bytes: all an idle connection costs).
   ServerContext& ctx_;
   int fd_;
   bool rejected_;
-  bool closing_ = false;
   char peer_[INET6_ADDRSTRLEN] = "-";
   rt::CancelToken token_;
   std::atomic<bool> idle_{false};
@@ -99,12 +92,10 @@ class Connection {
   std::size_t have_ = 0;  // bytes in the read area (0 whenever idle)
   rt::TimePoint request_started_{};
   rt::TimePoint idle_deadline_{};  // end of the current wait for a request
+  ResponseWriter writer_;
 
   // Borrowed from the processor's pool while serving (see ConnectionWork).
   ConnectionWork* work_ = nullptr;
-  int iov_count_ = 0;
-  std::size_t arena_used_ = 0;
-  uint64_t queued_bytes_ = 0;
 };
 
 }  // namespace weft::http

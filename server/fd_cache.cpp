@@ -15,6 +15,7 @@
 #include "runtime/scheduler.hpp"
 #include "server/http_date.hpp"
 #include "server/metrics.hpp"
+#include "server/path.hpp"
 
 namespace weft::http {
 
@@ -229,19 +230,21 @@ int FdCache::stat_path(const char* rel, struct ::statx* st) const {
   // whose every component is in the dentry cache is resolved here without waiting for the disk
   // (RESOLVE_CACHED fails with EAGAIN instead), and an open file's inode is in memory, so
   // statx on the O_PATH descriptor cannot block either. Only the rest goes to io::statx.
-  open_how how{};
-  how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = resolve_ | RESOLVE_CACHED;
-  int fd = static_cast<int>(::syscall(SYS_openat2, root_fd_, rel, &how, sizeof how));
-  if (fd < 0 && errno == EAGAIN) return io::statx(root_fd_, rel, 0, kStatMask, st);
-  if (fd < 0) return -errno;
+  int fd = io::openat2_now(root_fd_, rel, O_PATH, 0, resolve_ | RESOLVE_CACHED);
+  if (fd == -EAGAIN) return io::statx(root_fd_, rel, 0, kStatMask, st);
+  if (fd < 0) return fd;
   int rc = ::statx(fd, "", AT_EMPTY_PATH, kStatMask, st) == 0 ? 0 : -errno;
   ::close(fd);
   return rc;
 }
 
+int FdCache::open_directory(std::string_view path) const {
+  std::string rel = root_relative(path);
+  return io::openat2_now(root_fd_, rel.c_str(), O_RDONLY | O_DIRECTORY, 0, resolve_);
+}
+
 bool FdCache::still_current(const FileEntry& e) {
-  std::string rel = e.path.size() > 1 ? e.path.substr(1) : std::string(".");
+  std::string rel = root_relative(e.path);
   struct ::statx st {};
   if (stat_path(rel.c_str(), &st) < 0) return false;
   uint64_t dev = (uint64_t{st.stx_dev_major} << 32) | st.stx_dev_minor;
@@ -256,9 +259,7 @@ FileRef FdCache::load(std::string_view path) {
   e->path.assign(path);
   e->loaded_ns.store(now_ns(), std::memory_order_relaxed);
   e->used_ns.store(e->loaded_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  std::string rel = path.size() > 1 ? std::string(path.substr(1)) : std::string(".");
-  if (!rel.empty() && rel.back() == '/') rel.pop_back();
-  if (rel.empty()) rel = ".";
+  std::string rel = root_relative(path);
   opens_.fetch_add(1, std::memory_order_relaxed);
   int fd = io::openat2(root_fd_, rel.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, resolve_);
   if (fd < 0) {
@@ -319,8 +320,10 @@ FileRef FdCache::load(std::string_view path) {
   HttpDateBuffer lm;
   e->headers.reserve(160);
   e->headers.append("Content-Type: ").append(e->content_type).append("\r\n");
+  e->validators_at = e->headers.size();
   e->headers.append("Last-Modified: ").append(format_http_date(e->mtime, lm)).append("\r\n");
   e->headers.append("ETag: ").append(e->etag.view()).append("\r\n");
+  e->validators_end = e->headers.size();
   e->headers.append("Accept-Ranges: bytes\r\n");
   return ref;
 }
@@ -367,7 +370,7 @@ bool FdCache::watch_dir_of(std::string_view path) {
   std::string dir(dir_of(path));  // "" for entries in the root, "/a/b" otherwise
   std::lock_guard g(watch_mu_);
   if (auto it = dir_wds_.find(dir); it != dir_wds_.end()) return it->second >= 0;
-  std::string rel = dir.empty() ? std::string(".") : dir.substr(1);
+  std::string rel = root_relative(dir);
   // inotify has no *at() form: watch through the root descriptor's /proc path.
   std::string proc = "/proc/self/fd/" + std::to_string(root_fd_) + "/" + rel;
   int wd = inotify_add_watch(inotify_fd_, proc.c_str(),

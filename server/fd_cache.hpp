@@ -56,6 +56,11 @@ class FdCache {
   /// fiber: it may open and stat the file. `shard` is the caller's processor index (metrics).
   FileRef lookup(std::string_view path, unsigned shard);
 
+  /// Opens the directory at normalized `path` with the same resolve rules as every lookup
+  /// (the symlink policy, confinement to the root), as a plain system call; returns the
+  /// descriptor (the caller closes it) or -errno.
+  int open_directory(std::string_view path) const;
+
   /// Drops entries unused for `inactive`; returns how many. Call from one fiber, periodically.
   std::size_t sweep();
 

@@ -32,7 +32,9 @@ struct FileEntry {
   std::string_view content_type;  // owned by the MimeMap, which outlives every entry
   std::string
       headers;  // "Content-Type: ..\r\nLast-Modified: ..\r\nETag: ..\r\nAccept-Ranges: bytes\r\n"
-  std::unique_ptr<char[]> bytes;  // the whole file when small (see fd_cache max_file_bytes)
+  std::size_t validators_at = 0;   // where Last-Modified and ETag are in `headers`
+  std::size_t validators_end = 0;  // (a 304 repeats them)
+  std::unique_ptr<char[]> bytes;   // the whole file when small (see fd_cache max_file_bytes)
   std::shared_ptr<std::atomic<uint64_t>> bytes_account;  // the cache's total, given back on death
   bool watched = false;               // inotify covers it: no periodic statx needed
   std::atomic<bool> checking{false};  // one fiber revalidates at a time
@@ -41,6 +43,11 @@ struct FileEntry {
   std::atomic<uint32_t> refs{1};
 
   ~FileEntry();
+
+  /// Returns the Last-Modified and ETag lines of `headers` (what a 304 repeats).
+  std::string_view validator_fields() const {
+    return std::string_view(headers).substr(validators_at, validators_end - validators_at);
+  }
 
   /// Returns whether the file's bytes are held in memory.
   bool has_bytes() const { return bytes != nullptr; }

@@ -107,4 +107,25 @@ TargetStatus normalize_target(std::string_view raw_target, std::string& out) {
   return remove_dot_segments(out);
 }
 
+std::string root_relative(std::string_view path) {
+  while (!path.empty() && path.front() == '/') path.remove_prefix(1);
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  return path.empty() ? std::string(".") : std::string(path);
+}
+
+void append_encoded_path(std::string_view path, std::string& out) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (unsigned char c : path) {
+    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                (c != 0 && std::strchr("-._~/!$&*+,;=@", c) != nullptr);
+    if (keep) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+}
+
 }  // namespace weft::http

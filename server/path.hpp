@@ -61,4 +61,13 @@ constexpr bool is_asterisk_form(std::string_view raw_target) {
 /// that only its first use allocates) and says whether the lookup may go on.
 TargetStatus normalize_target(std::string_view raw_target, std::string& out);
 
+/// Returns the name of normalized `path` relative to the document root, as openat(2) takes
+/// it under the root's descriptor: no leading or trailing "/", and "." for the root itself.
+std::string root_relative(std::string_view path);
+
+/// Appends `path` (decoded bytes) to `out` percent-encoded for a URL's path, keeping only
+/// unreserved bytes, "/" and the sub-delimiters that cannot end a path or start a scheme
+/// ("!$&*+,;=@"), so the result is safe as a Location value and, behind "./", as an href.
+void append_encoded_path(std::string_view path, std::string& out);
+
 }  // namespace weft::http

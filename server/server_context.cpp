@@ -38,6 +38,10 @@ ConnectionWork* ResourcePool::take_work() {
 void ResourcePool::give_work(ConnectionWork* w) {
   w->parser.reset();
   for (auto& h : w->hold) h.reset();
+  w->iov_count = 0;
+  w->arena_used = 0;
+  w->outgoing_count = 0;
+  w->notes.clear();
   std::lock_guard g(mu_);
   work_.push_back(w);
 }
@@ -82,8 +86,12 @@ ServerContext::~ServerContext() {
 }
 
 ResourcePool& ServerContext::pool() {
+  return *pools[shard() % pools.size()];
+}
+
+unsigned ServerContext::shard() {
   rt::Processor* p = rt::Processor::current();
-  return *pools[p ? p->index() % pools.size() : 0];
+  return p ? p->index() : 0;
 }
 
 void ServerContext::enroll(Connection* c) {

@@ -13,44 +13,19 @@
 #include <string>
 #include <vector>
 
-#include <sys/uio.h>
-
 #include "runtime/io_driver.hpp"
 #include "runtime/latch.hpp"
 #include "server/config.hpp"
+#include "server/connection_work.hpp"
 #include "server/fd_cache.hpp"
 #include "server/http_date.hpp"
 #include "server/mime_map.hpp"
-#include "server/request_parser.hpp"
 
 namespace weft::http {
 
 class AccessLog;
 class Metrics;
 class Connection;
-
-/// The working state of a connection while it serves a request: the read buffer and
-/// response-head arena, the parser, scratch strings, the output slices. A connection borrows
-/// one from its processor's pool when bytes arrive and gives it back when it goes idle, so an
-/// idle connection holds none of this.
-struct ConnectionWork {
-  static constexpr int kMaxIov = 32;
-  static constexpr std::size_t kArena = 4096;  // queued response heads (and small bodies)
-
-  ConnectionWork(const Config& config, std::size_t read_capacity)
-      : parser(config), read_cap(read_capacity), buffer(new char[read_capacity + kArena]) {}
-
-  RequestParser parser;
-  std::size_t read_cap;
-  std::unique_ptr<char[]> buffer;  // [read area | arena]
-  std::string path;                // the normalized request path
-  std::string scratch;             // index-file paths, Location values
-  iovec iov[kMaxIov];
-  FileRef hold[kMaxIov];
-
-  char* read_area() { return buffer.get(); }
-  char* arena() { return buffer.get() + read_cap; }
-};
 
 /// Pooled per-processor resources: connection working state and splice pipes. Touching fresh
 /// memory costs ~15 us a page here, so they are reused, never freed, while the server runs.
@@ -104,6 +79,10 @@ struct ServerContext {
 
   /// Returns the pool of the calling fiber's processor.
   ResourcePool& pool();
+
+  /// Returns the calling fiber's processor index, the shard of its metrics and cache
+  /// counters (0 off a processor: a plain thread).
+  static unsigned shard();
 
   /// Adds / removes a live connection.
   void enroll(Connection* c);

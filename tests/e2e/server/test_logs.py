@@ -5,6 +5,8 @@ import calendar
 import json
 import os
 import re
+import socket
+import struct
 import sys
 import time
 import unittest
@@ -111,6 +113,30 @@ class Json(AccessLogCase):
         self.assertEqual(second, {"remote_addr": "127.0.0.1", "method": "GET", "target": "/nope",
                                   "protocol": "HTTP/1.1", "status": 404,
                                   "body_bytes": NOT_FOUND_PAGE, "referer": "", "user_agent": ""})
+
+    def test_client_that_leaves_mid_body(self):
+        # The line is written once the response is over, with the body bytes that went out:
+        # at least what the client read, at most that plus what the two socket buffers can
+        # hold, and less than the file.
+        big = os.path.getsize(os.path.join(self.root, "big.bin"))
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.settimeout(10)
+        sock.connect(("127.0.0.1", self.srv.port))
+        sock.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = 0
+        while received < 1024 * 1024:
+            chunk = sock.recv(65536)
+            self.assertTrue(chunk, "the server closed early")
+            received += len(chunk)
+        # Leave with a reset, so the server's next send fails rather than fills a buffer.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        line = json.loads(self.new_lines(1)[0])
+        self.assertEqual((line["target"], line["status"]), ("/big.bin", 200))
+        head = 400  # the head's bytes, which `received` counted too: an upper bound
+        self.assertGreaterEqual(line["body_bytes"], received - head, line)
+        self.assertLess(line["body_bytes"], min(big, received + 16 * 1024 * 1024), line)
 
 
 class ErrorLog:

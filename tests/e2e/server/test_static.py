@@ -178,7 +178,7 @@ class Static:
             r = srv.curl("/noindex/")
             self.assertEqual(r.status, 200)
             self.assertEqual(r.header("Content-Type"), "text/html")
-            self.assertIn(b'href="file.txt"', r.body)
+            self.assertIn(b'href="./file.txt"', r.body)
         finally:
             srv.cleanup()
 

@@ -1,0 +1,293 @@
+#include "server/response_writer.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include "runtime/io.hpp"
+#include "server/http_date.hpp"
+#include "server/status.hpp"
+
+namespace weft::http {
+
+namespace io = weft::rt::io;
+
+rt::TimePoint ResponseWriter::send_deadline() const {
+  return rt::coarse_now() + ctx_.config.send_timeout;
+}
+
+void ResponseWriter::begin_head(HeadBuffer& h, int status, bool close, const Request* req) const {
+  h.append(status_line(status));
+  h.field("Server", ctx_.config.server_name);
+  HttpDateBuffer date;
+  h.field("Date", ctx_.dates.get(date));
+  if (close) {
+    h.append("Connection: close\r\n");
+  } else if (req && req->version() == Version::http_1_0) {
+    h.append("Connection: keep-alive\r\n");  // 1.0 keeps alive only when told so
+  }
+}
+
+void ResponseWriter::build_head(HeadBuffer& h, const Reply& reply, const Request* req,
+                                bool close) const {
+  begin_head(h, reply.status, close, req);
+  switch (reply.kind) {
+    case Reply::Kind::error:
+      h.append("Content-Type: text/html\r\n");
+      h.field("Content-Length", error_body(reply.status).size());
+      h.append(reply.extra);
+      break;
+    case Reply::Kind::options:
+      h.field("Allow", kAllowedMethods);
+      h.append("Content-Length: 0\r\n");
+      break;
+    case Reply::Kind::not_modified:
+      h.append(reply.file->validator_fields());
+      break;
+    case Reply::Kind::file:
+      h.append(reply.file->headers);
+      h.field("Content-Length", reply.length);
+      if (reply.status == 206) {
+        ContentRangeBuffer cr;
+        h.field("Content-Range", format_content_range(reply.range, cr));
+      }
+      break;
+    case Reply::Kind::listing:
+      h.append("Content-Type: text/html\r\n");
+      h.field("Content-Length", work_->body.size());
+      break;
+  }
+  h.append("\r\n");
+}
+
+bool ResponseWriter::write(const Reply& reply, const Request* req, bool close,
+                           const RequestNote& note) {
+  HeadBuffer h;
+  build_head(h, reply, req, close);
+  if (h.overflowed()) {
+    // Cannot happen with the server's own fields (the buffer is generous): say so, answer
+    // 500, and end the connection.
+    spdlog::error("{}: the head of a {} overflowed {} bytes; answering 500", peer_, reply.status,
+                  HeadBuffer::kCapacity);
+    write(Reply::error_page(500), req, true, note);
+    return false;
+  }
+  bool head_only = req && req->method() == Method::head;
+  Outgoing o{.status = reply.status, .head = h.size(), .note = note};
+  switch (reply.kind) {
+    case Reply::Kind::error:
+      if (head_only) break;
+      o.body = error_body(reply.status).size();
+      return queue(o, h.view(), error_body(reply.status).data(), {});
+    case Reply::Kind::options:
+    case Reply::Kind::not_modified:
+      break;
+    case Reply::Kind::file:
+      if (head_only || reply.length == 0) break;
+      if (reply.file->has_bytes()) {
+        o.body = reply.length;
+        return queue(o, h.view(), reply.file->bytes.get() + reply.offset, reply.file);
+      }
+      return stream(reply, h.view(), note);
+    case Reply::Kind::listing:
+      if (head_only) break;
+      return stream(reply, h.view(), note);
+  }
+  return queue(o, h.view(), nullptr, {});
+}
+
+bool ResponseWriter::queue(const Outgoing& o, std::string_view head, const char* body,
+                           FileRef hold) {
+  ConnectionWork& w = *work_;
+  // Small bodies are copied behind their head: one contiguous slice, one plain send.
+  bool copy_body = o.body > 0 && o.body <= kCopyBodyMax;
+  std::size_t need = head.size() + (copy_body ? o.body : 0);
+  if (w.iov_count + 2 > ConnectionWork::kMaxIov || need > ConnectionWork::kArena - w.arena_used ||
+      w.outgoing_count == ConnectionWork::kMaxOutgoing) {
+    if (!flush()) {
+      finish_(owner_, o, 0);  // never queued: finished unsent
+      return false;
+    }
+  }
+  if (need > ConnectionWork::kArena) copy_body = false;  // cannot happen with our heads; be safe
+  char* h = w.arena() + w.arena_used;
+  std::memcpy(h, head.data(), head.size());
+  std::size_t slice = head.size();
+  if (copy_body) {
+    std::memcpy(h + slice, body, o.body);
+    slice += o.body;
+  }
+  w.arena_used += slice;
+  // Merge with the previous slice when adjacent in the arena (consecutive responses).
+  iovec* last = w.iov_count > 0 ? &w.iov[w.iov_count - 1] : nullptr;
+  if (last && static_cast<char*>(last->iov_base) + last->iov_len == h) {
+    last->iov_len += slice;
+  } else {
+    w.iov[w.iov_count++] = {h, slice};
+  }
+  if (o.body > 0 && !copy_body) {
+    w.hold[w.iov_count] = std::move(hold);
+    w.iov[w.iov_count++] = {const_cast<char*>(body), o.body};
+  }
+  w.outgoing[w.outgoing_count++] = o;
+  return true;
+}
+
+bool ResponseWriter::flush(int flags) {
+  ConnectionWork& w = *work_;
+  if (w.iov_count == 0) return !broken_;
+  uint64_t sent = 0;
+  int64_t n = broken_ ? -EPIPE
+              : w.iov_count == 1
+                  ? io::send_all(fd_, w.iov[0].iov_base, w.iov[0].iov_len, flags, send_deadline(),
+                                 &token_, &sent)
+                  : io::sendv_all(fd_, w.iov, w.iov_count, flags, send_deadline(), &token_, &sent);
+  for (int i = 0; i < w.iov_count; ++i) w.hold[i].reset();
+  w.iov_count = 0;
+  w.arena_used = 0;
+  if (n < 0) broken_ = true;
+  finish_sent(sent, n >= 0);
+  return n >= 0;
+}
+
+void ResponseWriter::finish_sent(uint64_t sent, bool ok) {
+  // The queue's bytes went out in order: each response's head, then its queued body. A
+  // response whose body streams after the queue stays in flight when the queue went out.
+  ConnectionWork& w = *work_;
+  int kept = 0;
+  for (int i = 0; i < w.outgoing_count; ++i) {
+    Outgoing& o = w.outgoing[i];
+    uint64_t head = std::min<uint64_t>(sent, o.head);
+    sent -= head;
+    uint64_t body = std::min(sent, o.body);
+    sent -= body;
+    if (ok && o.streams) {
+      w.outgoing[kept++] = o;
+    } else {
+      finish_(owner_, o, body);
+    }
+  }
+  w.outgoing_count = kept;
+}
+
+void ResponseWriter::abandon() {
+  if (!work_) return;
+  for (int i = 0; i < work_->iov_count; ++i) work_->hold[i].reset();
+  work_->iov_count = 0;
+  work_->arena_used = 0;
+  finish_sent(0, false);
+}
+
+bool ResponseWriter::stream(const Reply& reply, std::string_view head, const RequestNote& note) {
+  // A large body: flush what is queued with this head, then stream the body. MSG_MORE keeps
+  // the head in the socket until the body's bytes join it, as NGINX's tcp_nopush does:
+  // without it TCP_NODELAY sends the head as a segment of its own, one more packet (and one
+  // more wake-up of the client) per response.
+  Outgoing o{.status = reply.status, .head = head.size(), .streams = true, .note = note};
+  if (!queue(o, head, nullptr, {}) || !flush(MSG_MORE)) return false;
+  uint64_t sent = 0;
+  bool ok;
+  if (reply.kind == Reply::Kind::listing) {
+    ok = io::send_all(fd_, work_->body.data(), work_->body.size(), 0, send_deadline(), &token_,
+                      &sent) >= 0;
+    if (!ok) broken_ = true;
+  } else {
+    ok = send_file_body(*reply.file, reply.offset, reply.length, &sent);
+  }
+  // The streamed response is the only one in flight now.
+  finish_(owner_, work_->outgoing[0], sent);
+  work_->outgoing_count = 0;
+  return ok;
+}
+
+bool ResponseWriter::send_file_body(const FileEntry& file, uint64_t offset, uint64_t length,
+                                    uint64_t* sent) {
+  return ctx_.config.body == BodyPath::splice ? send_with_splice(file, offset, length, sent)
+                                              : send_with_sendfile(file, offset, length, sent);
+}
+
+void ResponseWriter::on_body_error(const FileEntry& file, int64_t result) {
+  // The head is out, so the only honest end is to close. 0: the file is shorter than promised
+  // (truncated under us). The client going away or stalling is routine; anything else is the
+  // file (EIO from the disk, say) and deserves a loud line. The path is client input: quoted.
+  switch (result) {
+    case 0:
+      spdlog::warn("{}: {:?} shrank while being sent; closing", peer_, file.path);
+      break;
+    case -EPIPE:
+    case -ECONNRESET:
+    case -ENOTCONN:
+    case -ETIMEDOUT:
+    case -ECANCELED:
+      spdlog::debug("{}: sending {:?}: {}", peer_, file.path,
+                    std::strerror(static_cast<int>(-result)));
+      break;
+    default:
+      spdlog::error("{}: sending {:?}: {}; closing", peer_, file.path,
+                    std::strerror(static_cast<int>(-result)));
+      break;
+  }
+  broken_ = true;
+}
+
+bool ResponseWriter::send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length,
+                                        uint64_t* sent) {
+  while (length > 0) {
+    // Each call may make progress; the deadline is "no progress for send_timeout".
+    int64_t n = io::sendfile(fd_, file.fd, static_cast<int64_t>(offset),
+                             std::min<uint64_t>(length, 1 << 30), send_deadline(), &token_);
+    if (n <= 0) {
+      // The Content-Length can no longer be honoured: end the connection rather than send
+      // something else.
+      on_body_error(file, n);
+      return false;
+    }
+    offset += static_cast<uint64_t>(n);
+    length -= static_cast<uint64_t>(n);
+    *sent += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+bool ResponseWriter::send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length,
+                                      uint64_t* sent) {
+  ResourcePool& pool = ctx_.pool();
+  auto pipe = pool.take_pipe();
+  if (pipe.first < 0) return send_with_sendfile(file, offset, length, sent);
+  bool ok = true;
+  uint64_t in_pipe = 0;
+  const uint64_t chunk = ctx_.config.pipe_size;
+  while (length > 0 || in_pipe > 0) {
+    if (length > 0 && in_pipe == 0) {
+      int64_t n = io::splice(file.fd, static_cast<int64_t>(offset), pipe.second, -1,
+                             std::min(length, chunk), SPLICE_F_MOVE, send_deadline(), &token_);
+      if (n <= 0) {
+        on_body_error(file, n);
+        ok = false;
+        break;
+      }
+      offset += static_cast<uint64_t>(n);
+      length -= static_cast<uint64_t>(n);
+      in_pipe += static_cast<uint64_t>(n);
+    }
+    int64_t m =
+        io::splice(pipe.first, -1, fd_, -1, in_pipe,
+                   SPLICE_F_MOVE | (length > 0 ? SPLICE_F_MORE : 0), send_deadline(), &token_);
+    if (m <= 0) {
+      if (m < 0) on_body_error(file, m);
+      ok = false;
+      break;
+    }
+    in_pipe -= static_cast<uint64_t>(m);
+    *sent += static_cast<uint64_t>(m);
+  }
+  pool.give_pipe(pipe, ok && in_pipe == 0);
+  if (!ok) broken_ = true;
+  return ok;
+}
+
+}  // namespace weft::http

@@ -1,0 +1,88 @@
+// ResponseWriter: turns Replies into bytes on one connection's socket.
+//
+// It builds every response head (build_head: one place for the status line, the common
+// fields and each kind's own), queues heads and small bodies in the connection's arena and
+// sends them together (one sendmsg for a pipelined batch), and streams large bodies with
+// sendfile or splice. Every response is an Outgoing record from when it is queued until its
+// bytes are out; then, or when sending fails, the writer hands it to its owner's Finish
+// callback with the body bytes the client was actually sent. That callback is the only place
+// that counts a request and logs it.
+//
+// Timeouts: any send that makes no progress for timeouts.send fails, and the connection is
+// broken from then on (broken()): nothing more is sent on it.
+//
+// Threads: the owning connection's fiber only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "runtime/io_driver.hpp"
+#include "server/connection_work.hpp"
+#include "server/response.hpp"
+#include "server/server_context.hpp"
+#include "server/static_handler.hpp"
+
+namespace weft::http {
+
+class ResponseWriter {
+ public:
+  /// Called once per response, when its bytes are sent or never will be; `body_sent` is
+  /// how many of its body's bytes went out.
+  using Finish = void (*)(void* owner, const Outgoing& response, uint64_t body_sent);
+
+  /// Writes to socket `fd` of client `peer` (its address text, for log lines; it outlives
+  /// the writer) under `token`'s cancellation; `finish(owner, ...)` hears of each response's end.
+  ResponseWriter(ServerContext& ctx, int fd, const char* peer, rt::CancelToken& token,
+                 Finish finish, void* owner)
+      : ctx_(ctx), fd_(fd), peer_(peer), token_(token), finish_(finish), owner_(owner) {}
+
+  /// Uses `w`'s queue from now on (null: none; the queue must then be empty).
+  void attach(ConnectionWork* w) { work_ = w; }
+
+  /// Queues or sends the answer `reply` to `req` (null: no request was parsed) with a
+  /// "Connection: close" when `close`; returns false when the connection broke.
+  bool write(const Reply& reply, const Request* req, bool close, const RequestNote& note);
+
+  /// Sends everything queued; `flags` go to the send (MSG_MORE when a body follows);
+  /// returns false when the connection broke.
+  bool flush(int flags = 0);
+
+  /// Finishes every queued response as unsent, dropping the queue (the connection ends).
+  void abandon();
+
+  /// Returns whether a send failed (the peer is gone or stuck): nothing more goes out.
+  bool broken() const { return broken_; }
+
+  /// Writes the status line, Server, Date and the Connection field a head starts with.
+  void begin_head(HeadBuffer& h, int status, bool close, const Request* req) const;
+
+  /// Writes the whole head for `reply` into `h` (check h.overflowed()).
+  void build_head(HeadBuffer& h, const Reply& reply, const Request* req, bool close) const;
+
+ private:
+  // A body copied into the arena behind its head when it is at most this long: one
+  // contiguous slice, one plain send.
+  static constexpr std::size_t kCopyBodyMax = 1024;
+
+  bool queue(const Outgoing& o, std::string_view head, const char* body, FileRef hold);
+  void finish_sent(uint64_t sent, bool ok);
+  bool stream(const Reply& reply, std::string_view head, const RequestNote& note);
+  bool send_file_body(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
+  bool send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
+  bool send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
+  void on_body_error(const FileEntry& file, int64_t result);
+  rt::TimePoint send_deadline() const;
+
+  ServerContext& ctx_;
+  int fd_;
+  const char* peer_;
+  rt::CancelToken& token_;
+  Finish finish_;
+  void* owner_;
+  ConnectionWork* work_ = nullptr;
+  bool broken_ = false;
+};
+
+}  // namespace weft::http

@@ -1,0 +1,136 @@
+#include "server/static_handler.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include <spdlog/spdlog.h>
+
+#include "server/conditional.hpp"
+#include "server/listing.hpp"
+#include "server/path.hpp"
+#include "server/status.hpp"
+
+namespace weft::http {
+
+namespace {
+
+std::string_view query_of(std::string_view target) {
+  auto q = target.find('?');
+  if (q == std::string_view::npos) return {};
+  auto f = target.find('#', q);
+  return target.substr(q, f == std::string_view::npos ? std::string_view::npos : f - q);
+}
+
+// The first index file of the directory `work.path` that exists, or an error other than
+// "not there" on one (EACCES on the index is reported, not skipped), or nothing.
+FileRef find_index(ServerContext& ctx, ConnectionWork& work) {
+  unsigned shard = ServerContext::shard();
+  for (const std::string& index : ctx.config.index) {
+    work.scratch.assign(work.path).append(index);
+    FileRef candidate = ctx.files->lookup(work.scratch, shard);
+    if (!candidate->error && !candidate->directory) return candidate;
+    if (candidate->error && candidate->error != ENOENT && candidate->error != ENOTDIR) {
+      return candidate;
+    }
+  }
+  return {};
+}
+
+// A directory: redirect to its name with a slash, or its index file, or its listing.
+Reply directory_reply(ServerContext& ctx, const Request& req, ConnectionWork& work, FileRef& file) {
+  if (work.path.back() != '/') {
+    work.scratch.assign("Location: ");
+    append_encoded_path(work.path, work.scratch);
+    work.scratch.append("/").append(query_of(req.target())).append("\r\n");
+    return Reply::error_page(301, work.scratch);
+  }
+  if (FileRef index = find_index(ctx, work)) {
+    file = std::move(index);
+    return {};  // go on with the index file
+  }
+  if (!ctx.config.directory_listing) return Reply::error_page(403);
+  if (!render_listing(*ctx.files, work.path, work.body)) return Reply::error_page(403);
+  Reply r;
+  r.kind = Reply::Kind::listing;
+  r.status = 200;
+  return r;
+}
+
+// A found file: preconditions, then ranges.
+Reply file_reply(const Request& req, ConnectionWork& work, FileRef file) {
+  int64_t now_s = static_cast<int64_t>(std::time(nullptr));
+  Validators v{file->etag.view(), file->mtime};
+  Reply r;
+  r.kind = Reply::Kind::file;
+  r.status = 200;
+  r.length = file->size;
+  switch (evaluate_preconditions(Preconditions::of(req), v, req.method(), now_s)) {
+    case Precondition::not_modified:
+      r.kind = Reply::Kind::not_modified;
+      r.status = 304;
+      r.length = 0;
+      r.file = std::move(file);
+      return r;
+    case Precondition::failed:
+      return Reply::error_page(412);
+    case Precondition::proceed:
+      break;
+  }
+  if (auto range = req.range(); range && if_range_allows(req.if_range(), v, now_s)) {
+    r.range = parse_range(*range, file->size);
+    if (r.range.kind == RangeResult::Kind::unsatisfiable) {
+      ContentRangeBuffer cr;
+      work.scratch.assign("Content-Range: ")
+          .append(format_content_range(r.range, cr))
+          .append("\r\n");
+      return Reply::error_page(416, work.scratch);
+    }
+    if (r.range.kind == RangeResult::Kind::single) {
+      r.status = 206;
+      r.offset = r.range.offset;
+      r.length = r.range.length;
+    }
+  }
+  r.file = std::move(file);
+  return r;
+}
+
+}  // namespace
+
+Reply handle_static(ServerContext& ctx, const Request& req, ConnectionWork& work,
+                    std::string_view peer) {
+  if (req.method() == Method::other) {
+    static const std::string kAllowLine = "Allow: " + std::string(kAllowedMethods) + "\r\n";
+    return Reply::error_page(405, kAllowLine);
+  }
+  if (req.method() == Method::options) {
+    Reply r;
+    r.kind = Reply::Kind::options;
+    r.status = 200;
+    return r;
+  }
+  TargetStatus ts = normalize_target(req.target(), work.path);
+  if (ts != TargetStatus::ok) return Reply::error_page(http_status(ts));
+  FileRef file = ctx.files->lookup(work.path, ServerContext::shard());
+  if (!file->error && !file->directory && work.path.back() == '/') {
+    // A trailing "/" names a directory (path.hpp), but the cache opens the name without it:
+    // answer a file there as open(2) would have, ENOTDIR, rather than serve it.
+    return Reply::error_page(status_from_errno(ENOTDIR).status);
+  }
+  if (file->directory) {
+    Reply r = directory_reply(ctx, req, work, file);
+    if (file->directory) return r;  // a redirect, a listing or an error: no index file
+  }
+  if (file->error) {
+    ErrnoStatus es = status_from_errno(file->error);
+    // The path is decoded client input: quoted and escaped ("{:?}"), so that a "%0a" in it
+    // cannot start a forged line in the error log.
+    spdlog::log(es.level, "{}: {} {:?}: {}", peer, req.method_text(), work.path,
+                std::strerror(file->error));
+    return Reply::error_page(es.status);
+  }
+  return file_reply(req, work, std::move(file));
+}
+
+}  // namespace weft::http

@@ -1,0 +1,55 @@
+// weft::http static handler: decides the answer to one request from the document root.
+//
+// handle_static() turns a parsed request into a Reply (what to send, not how): the method
+// check, path normalization, the fd cache lookup, the trailing-slash rule, the directory
+// redirect, index files, the listing decision, preconditions and ranges. It sends nothing;
+// the ResponseWriter turns the Reply into a head and a body. The only I/O it does is the fd
+// cache's lookups and, for a listing, reading the directory.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "server/file_entry.hpp"
+#include "server/range.hpp"
+#include "server/request.hpp"
+#include "server/server_context.hpp"
+
+namespace weft::http {
+
+/// The methods a static server answers, as its Allow field lists them.
+inline constexpr std::string_view kAllowedMethods = "GET, HEAD, OPTIONS";
+
+/// What to answer one request with.
+struct Reply {
+  enum class Kind : std::uint8_t {
+    error,         // an error page for `status`, with `extra` fields (Location, Allow, ...)
+    options,       // 200 with Allow and no body
+    file,          // `length` bytes of `file` from `offset` (200, or 206 with `range`)
+    not_modified,  // 304 with the file's validators
+    listing,       // 200, a directory page: the ConnectionWork's `body`
+  };
+  Kind kind = Kind::error;
+  int status = 500;
+  FileRef file;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  RangeResult range;       // the Content-Range of a 206 (and of a 416, in `extra`)
+  std::string_view extra;  // "Name: value\r\n" lines for an error page, or empty
+
+  /// Returns an error reply for `status`, with `extra` header lines.
+  static Reply error_page(int status, std::string_view extra = {}) {
+    Reply r;
+    r.status = status;
+    r.extra = extra;
+    return r;
+  }
+};
+
+/// Decides the answer to `req` (the request's client is `peer`, for log lines); uses
+/// `work.path`, `work.scratch` and `work.body` for its strings, so the Reply's views live
+/// until the connection's next request.
+Reply handle_static(ServerContext& ctx, const Request& req, ConnectionWork& work,
+                    std::string_view peer);
+
+}  // namespace weft::http
