@@ -49,18 +49,6 @@ void bump(std::atomic<std::uint64_t>& counter) {
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-rt::IoBackendKind backend_kind(Backend b) {
-  switch (b) {
-    case Backend::kIoUring:
-      return rt::IoBackendKind::io_uring;
-    case Backend::kEpoll:
-      return rt::IoBackendKind::epoll;
-    case Backend::kAuto:
-      return rt::IoBackendKind::automatic;
-  }
-  return rt::IoBackendKind::automatic;
-}
-
 }  // namespace
 
 std::optional<Target> resolve_target(const std::string& host, std::uint16_t port,
@@ -463,7 +451,7 @@ RunResult Engine::run(const Period& period) {
   first_other_.clear();
 
   rt::IoOptions io_options;
-  io_options.backend = backend_kind(options_.backend);
+  io_options.backend = options_.backend;
   rt::RuntimeOptions ro;
   ro.processors = options_.threads;
   ro.make_driver = rt::make_io_driver_factory(io_options);  // throws when io_uring is required

@@ -195,11 +195,11 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
   }
   if (raw.backend) {
     if (*raw.backend == "auto") {
-      o.backend = Backend::kAuto;
+      o.backend = Backend::automatic;
     } else if (*raw.backend == "io_uring") {
-      o.backend = Backend::kIoUring;
+      o.backend = Backend::io_uring;
     } else if (*raw.backend == "epoll") {
-      o.backend = Backend::kEpoll;
+      o.backend = Backend::epoll;
     } else {
       return fmt::format("--backend {}: expected auto, io_uring or epoll", *raw.backend);
     }
@@ -365,8 +365,8 @@ std::string httperf_command_line(const Options& o, std::optional<double> rate) {
   if (o.warmup_s > 0.0) line += fmt::format(" --warmup={}", o.warmup_s);
   line += fmt::format(" --seed={}", w.seed);
   if (o.threads != 1) line += fmt::format(" --threads={}", o.threads);
-  if (o.backend == Backend::kIoUring) line += " --backend=io_uring";
-  if (o.backend == Backend::kEpoll) line += " --backend=epoll";
+  if (o.backend == Backend::io_uring) line += " --backend=io_uring";
+  if (o.backend == Backend::epoll) line += " --backend=epoll";
   if (o.max_conns != 0) line += fmt::format(" --max-conns={}", o.max_conns);
   return line;
 }
@@ -421,8 +421,8 @@ std::string describe_plan(const Options& o) {
   if (o.warmup_s > 0.0) out += fmt::format("warmup:    {} s, not measured\n", o.warmup_s);
   out += fmt::format("timeout:   {}\n", o.timeout_s ? fmt::format("{} s", *o.timeout_s) : "none");
   out += fmt::format("threads:   {}\n", o.threads);
-  out += fmt::format("backend:   {}\n", o.backend == Backend::kIoUring ? "io_uring"
-                                        : o.backend == Backend::kEpoll ? "epoll"
+  out += fmt::format("backend:   {}\n", o.backend == Backend::io_uring ? "io_uring"
+                                        : o.backend == Backend::epoll  ? "epoll"
                                                                        : "auto");
   out += fmt::format("max-conns: {}\n", o.max_conns ? fmt::format("{}", o.max_conns) : "no cap");
   out += fmt::format("seed:      {}\n", w.seed);

@@ -37,15 +37,12 @@
 
 #include "loadgen/schedule.hpp"
 #include "loadgen/workload.hpp"
+#include "runtime/io_backend.hpp"
 
 namespace weft::load {
 
 /// The I/O backend the engine asks weft's runtime for (--backend).
-enum class Backend : std::uint8_t {
-  kAuto,     // io_uring, or epoll when io_uring is unavailable
-  kIoUring,  // io_uring or fail
-  kEpoll,
-};
+using Backend = rt::IoBackendKind;
 
 struct Options {
   std::string server = "localhost";
@@ -57,7 +54,7 @@ struct Options {
   std::optional<double> timeout_s;         // --timeout; none: wait forever, as httperf
   double warmup_s = 0.0;                   // --warmup
   unsigned threads = 1;                    // --threads
-  Backend backend = Backend::kAuto;        // --backend
+  Backend backend = Backend::automatic;    // --backend
   std::uint64_t max_conns = 0;             // --max-conns; 0: no cap
   std::string json_file;                   // --json; empty: none
   std::string csv_file;                    // --csv; empty: none

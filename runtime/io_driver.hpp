@@ -23,6 +23,7 @@
 
 #include "runtime/clock.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/io_backend.hpp"
 #include "runtime/spinlock.hpp"
 #include "runtime/timer.hpp"
 #include "runtime/waiter.hpp"
@@ -32,8 +33,6 @@ struct statx;
 namespace weft::rt {
 
 class IoDriver;
-
-enum class IoBackendKind { automatic, io_uring, epoll };
 
 enum class WakeMethod { eventfd, msg_ring };
 

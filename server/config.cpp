@@ -245,6 +245,8 @@ const std::vector<Field>& schema() {
       {"limits", "max_queue_wait", duration(&Config::max_queue_wait, Millis{0}, Millis{3'600'000})},
       {"limits", "max_requests_per_connection",
        integer(&Config::max_requests_per_connection, 1, kMaxInt)},
+      {"limits", "max_linger_bytes", size(&Config::max_linger_bytes, 0, std::size_t{1} << 30)},
+      {"limits", "fd_reserve", integer(&Config::fd_reserve, 16, 1'000'000)},
 
       {"timeouts", "header", duration(&Config::header_timeout, Millis{1}, Millis{86'400'000})},
       {"timeouts", "keepalive",
@@ -252,6 +254,8 @@ const std::vector<Field>& schema() {
       {"timeouts", "send", duration(&Config::send_timeout, Millis{1}, Millis{86'400'000})},
       {"timeouts", "shutdown_grace",
        duration(&Config::shutdown_grace, Millis{0}, Millis{3'600'000})},
+      {"timeouts", "linger", duration(&Config::linger, Millis{0}, Millis{60'000})},
+      {"timeouts", "active_wait", duration(&Config::active_wait, Millis{0}, Millis{60'000})},
 
       {"fd_cache", "enabled", boolean(&Config::fd_cache)},
       {"fd_cache", "max_entries", integer(&Config::fd_cache_entries, 1, 10'000'000)},

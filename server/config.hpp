@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/io_backend.hpp"
+
 namespace weft::http {
 
 /// One address to listen on, as written ("127.0.0.1:8080", "[::1]:8080", "*:8080").
@@ -30,7 +32,7 @@ struct ListenAddress {
 /// Parses "HOST:PORT", "[V6]:PORT", "*:PORT" or "PORT"; returns nullopt when malformed.
 std::optional<ListenAddress> parse_listen_address(std::string_view text);
 
-enum class IoBackend { automatic, io_uring, epoll };
+using IoBackend = rt::IoBackendKind;  // io.backend
 enum class BodyPath { splice, sendfile };
 enum class SymlinkPolicy { follow, inside_root, deny };
 enum class AccessLogFormat { combined, json };
@@ -78,12 +80,16 @@ struct Config {
   unsigned accept_batch = 1;    // see conf/weft.toml
   Millis max_queue_wait{1000};  // 0: never shed; see conf/weft.toml
   unsigned max_requests_per_connection = 1000;
+  std::size_t max_linger_bytes = 64 * 1024;  // read and dropped after the last response
+  unsigned fd_reserve = 64;                  // descriptors kept for everything but clients
 
   // [timeouts]
   Millis header_timeout{10'000};
   Millis keepalive_timeout{75'000};
   Millis send_timeout{60'000};
   Millis shutdown_grace{10'000};
+  Millis linger{500};       // lingering close: how long the client's late bytes are read
+  Millis active_wait{100};  // a kept-alive connection keeps its fiber this long, then idles
 
   // [fd_cache]
   bool fd_cache = true;

@@ -14,25 +14,19 @@
 #include "runtime/io.hpp"
 #include "server/access_log.hpp"
 #include "server/metrics.hpp"
+#include "server/metrics_endpoint.hpp"
 #include "server/static_handler.hpp"
 
 namespace weft::http {
 
 namespace io = weft::rt::io;
 
-namespace {
-
-// Lingering close: after our last response, read and discard what the client still sends
-// for up to this long, so that it sees the response instead of a reset.
-constexpr auto kLingerTime = std::chrono::milliseconds(500);
-constexpr std::size_t kLingerBytes = 64 * 1024;
-
-}  // namespace
-
-Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, bool rejected)
+Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, bool rejected,
+                       Site site)
     : ctx_(ctx),
       fd_(fd),
       rejected_(rejected),
+      site_(site),
       writer_(ctx, fd, peer_, token_, &Connection::on_finished, this) {
   if (peer.ss_family == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, peer_, sizeof peer_);
@@ -131,7 +125,7 @@ std::optional<Connection::Outcome> Connection::receive(bool idle) {
     }
     // Wait briefly with this fiber (a busy client's next request comes within
     // milliseconds); past that, go idle without a fiber, stack or buffer.
-    deadline = std::min(idle_deadline_, rt::coarse_now() + kActiveWait);
+    deadline = std::min(idle_deadline_, rt::coarse_now() + cfg.active_wait);
     idle_.store(true, std::memory_order_release);
     // Shutdown may have begun between the check and the store: look again.
     if (ctx_.draining.load(std::memory_order_acquire)) return Outcome::closed;
@@ -180,7 +174,8 @@ bool Connection::serve(const Request& req) {
   bool close = !req.keep_alive() || ctx_.draining.load(std::memory_order_acquire) ||
                requests_ >= ctx_.config.max_requests_per_connection;
   RequestNote note = note_of(&req, request_started_);
-  Reply reply = handle_static(ctx_, req, *work_, peer_);
+  Reply reply = site_ == Site::metrics ? handle_metrics(ctx_, req, *work_)
+                                       : handle_static(ctx_, req, *work_, peer_);
   return writer_.write(reply, &req, close, note) && !close;
 }
 
@@ -248,9 +243,11 @@ void Connection::lingering_close() {
   writer_.flush();
   if (writer_.broken()) return;  // the peer is gone or stuck: nothing to linger for
   io::shutdown(fd_, SHUT_WR);
-  rt::TimePoint until = rt::now() + kLingerTime;
+  // Read and drop what the client still sends (timeouts.linger, limits.max_linger_bytes), so
+  // that it sees the response instead of a reset.
+  rt::TimePoint until = rt::now() + ctx_.config.linger;
   std::size_t drained = 0;
-  while (drained < kLingerBytes) {
+  while (drained < ctx_.config.max_linger_bytes) {
     int64_t n = io::recv(fd_, work_->read_area(), work_->read_cap, 0, until, &token_);
     if (n <= 0) break;
     drained += static_cast<std::size_t>(n);

@@ -32,12 +32,16 @@
 
 namespace weft::http {
 
+/// What a listener serves: the site (static files), or the metrics endpoint.
+enum class Site : std::uint8_t { files, metrics };
+
 class Connection {
  public:
-  /// Takes ownership of the accepted socket `fd` from `peer` and counts the connection as
-  /// open; `rejected` makes it answer 503 and close (over limits.max_connections). Make it
-  /// with new: it deletes itself when it closes.
-  Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, bool rejected);
+  /// Takes ownership of the accepted socket `fd` from `peer` to serve `site`, and counts the
+  /// connection as open; `rejected` makes it answer 503 and close (over
+  /// limits.max_connections). Make it with new: it deletes itself when it closes.
+  Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, bool rejected,
+             Site site = Site::files);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -59,12 +63,6 @@ class Connection {
  private:
   enum class Outcome { closed, idle };
 
-  // How long a connection waiting for its next request keeps its fiber and working state
-  // before it goes idle without them. Picked: far above a busy client's gap between requests,
-  // far below a browser's think time. A burst of new connections holds at most this much
-  // of their arrivals' worth of stacks.
-  static constexpr auto kActiveWait = std::chrono::milliseconds(100);
-
   static void on_ready(void* arg, int result);
   static void on_finished(void* self, const Outgoing& response, uint64_t body_sent);
   Outcome run();
@@ -84,6 +82,7 @@ class Connection {
   ServerContext& ctx_;
   int fd_;
   bool rejected_;
+  Site site_;
   char peer_[INET6_ADDRSTRLEN] = "-";
   rt::CancelToken token_;
   std::atomic<bool> idle_{false};

@@ -132,8 +132,8 @@ bool waited_too_long(int fd, Millis limit) {
 
 // Decides what becomes of a freshly accepted connection: answered 503 over
 // limits.max_connections, otherwise served on a fiber of its own.
-void admit(ServerContext& ctx, int c, const sockaddr_storage& peer) {
-  unsigned shard = rt::Processor::current()->index();
+void admit(ServerContext& ctx, int c, const sockaddr_storage& peer, Site site) {
+  unsigned shard = ServerContext::shard();
   bool reject = ctx.open_connections.load(std::memory_order_relaxed) >= ctx.config.max_connections;
   if (ctx.metrics) {
     if (reject) {
@@ -142,18 +142,19 @@ void admit(ServerContext& ctx, int c, const sockaddr_storage& peer) {
       ctx.metrics->on_connection_open(shard);
     }
   }
-  auto* conn = new Connection(ctx, c, peer, reject);
+  auto* conn = new Connection(ctx, c, peer, reject, site);
   rt::spawn([conn] { Connection::start(conn); }).detach();
 }
 
 // Whether `c`, just accepted, shows that the listen queue went stale: it waited there past
 // limits.max_queue_wait. Then it is reset (its client has likely given up) and true returned.
-bool stale(ServerContext& ctx, int c) {
-  if (ctx.config.max_queue_wait.count() == 0 || !waited_too_long(c, ctx.config.max_queue_wait)) {
+bool stale(ServerContext& ctx, int c, Site site) {
+  if (site == Site::metrics || ctx.config.max_queue_wait.count() == 0 ||
+      !waited_too_long(c, ctx.config.max_queue_wait)) {
     return false;
   }
   shed(c);
-  if (ctx.metrics) ctx.metrics->on_shed_connection(rt::Processor::current()->index());
+  if (ctx.metrics) ctx.metrics->on_shed_connection(ServerContext::shard());
   return true;
 }
 
@@ -211,7 +212,7 @@ void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
     paused_listeners().release(fd, {});
     return;  // not paused: keep accepting as before
   }
-  if (ctx.metrics) ctx.metrics->on_listen_pause(rt::Processor::current()->index(), queued);
+  if (ctx.metrics) ctx.metrics->on_listen_pause(ServerContext::shard(), queued);
   // At most one line per socket per max_queue_wait (claim() above), so overload cannot
   // flood the log.
   spdlog::warn(
@@ -240,7 +241,7 @@ void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
 // limits.accept_batch connections this turn (the acceptor's next turn comes only after every
 // fiber queued meanwhile). Errors, EAGAIN included, end the turn; the next io::accept reports
 // any that persists. Returns false when the queue went stale (see stale()).
-bool accept_more(ServerContext& ctx, int fd) {
+bool accept_more(ServerContext& ctx, int fd, Site site) {
   for (unsigned i = 1; i < ctx.config.accept_batch; ++i) {
     // Over the connection limit the rest wait in the kernel's queue: accepting them only
     // to answer 503 and linger would spend the time the open ones need.
@@ -251,15 +252,15 @@ bool accept_more(ServerContext& ctx, int fd) {
     socklen_t len = sizeof peer;
     int c = ::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c < 0) return true;
-    if (stale(ctx, c)) return false;
-    admit(ctx, c, peer);
+    if (stale(ctx, c, site)) return false;
+    admit(ctx, c, peer, site);
   }
   return true;
 }
 
 }  // namespace
 
-void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop) {
+void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop, Site site) {
   auto backoff = std::chrono::milliseconds(1);
   while (true) {
     sockaddr_storage peer{};
@@ -291,10 +292,10 @@ void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop) {
       continue;
     }
     backoff = std::chrono::milliseconds(1);
-    bool fresh = !stale(ctx, c);
+    bool fresh = !stale(ctx, c, site);
     if (fresh) {
-      admit(ctx, c, peer);
-      fresh = accept_more(ctx, fd);
+      admit(ctx, c, peer, site);
+      fresh = accept_more(ctx, fd, site);
     }
     if (!fresh) pause_listening(ctx, fd, stop);
     // One turn per scheduling round on both backends. epoll's accept4 succeeds without

@@ -11,6 +11,7 @@
 
 #include "runtime/io_driver.hpp"
 #include "server/config.hpp"
+#include "server/connection.hpp"
 #include "server/server_context.hpp"
 
 namespace weft::http {
@@ -30,8 +31,10 @@ std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses
 /// Binds one listening socket for `address` (used for the metrics endpoint too).
 int open_listener(const ListenAddress& address, int backlog, bool reuseport);
 
-/// Accepts connections on `fd` and starts a fiber for each until `stop` is cancelled.
-/// Running out of descriptors backs off (1 ms doubling to 100 ms) instead of spinning.
-void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop);
+/// Accepts connections on `fd` and starts a fiber serving `site` for each until `stop` is
+/// cancelled. Running out of descriptors backs off (1 ms doubling to 100 ms) instead of
+/// spinning. Only the site's listeners shed and pause under overload (limits.max_queue_wait):
+/// the metrics endpoint is most wanted then.
+void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop, Site site = Site::files);
 
 }  // namespace weft::http

@@ -56,8 +56,8 @@ void ResponseWriter::build_head(HeadBuffer& h, const Reply& reply, const Request
         h.field("Content-Range", format_content_range(reply.range, cr));
       }
       break;
-    case Reply::Kind::listing:
-      h.append("Content-Type: text/html\r\n");
+    case Reply::Kind::page:
+      h.field("Content-Type", reply.content_type);
       h.field("Content-Length", work_->body.size());
       break;
   }
@@ -93,7 +93,7 @@ bool ResponseWriter::write(const Reply& reply, const Request* req, bool close,
         return queue(o, h.view(), reply.file->bytes.get() + reply.offset, reply.file);
       }
       return stream(reply, h.view(), note);
-    case Reply::Kind::listing:
+    case Reply::Kind::page:
       if (head_only) break;
       return stream(reply, h.view(), note);
   }
@@ -191,7 +191,7 @@ bool ResponseWriter::stream(const Reply& reply, std::string_view head, const Req
   if (!queue(o, head, nullptr, {}) || !flush(MSG_MORE)) return false;
   uint64_t sent = 0;
   bool ok;
-  if (reply.kind == Reply::Kind::listing) {
+  if (reply.kind == Reply::Kind::page) {
     ok = io::send_all(fd_, work_->body.data(), work_->body.size(), 0, send_deadline(), &token_,
                       &sent) >= 0;
     if (!ok) broken_ = true;

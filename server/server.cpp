@@ -1,16 +1,11 @@
-// run_server: sets up the runtime, the listeners and the shared state, serves until a
-// signal, and shuts down gracefully.
-//
-// Shutdown order (SIGTERM or SIGINT): stop accepting (acceptors cancelled, listening sockets
-// closed) -> idle keep-alive connections closed, busy ones finish their response and close
-// -> after timeouts.shutdown_grace, whatever is left is cancelled -> logs flushed -> exit 0.
-// SIGHUP reopens the error and access logs (for logrotate).
 #include "server/server.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -24,6 +19,7 @@
 #include "runtime/scheduler.hpp"
 #include "runtime/semaphore.hpp"
 #include "server/access_log.hpp"
+#include "server/fd_budget.hpp"
 #include "server/listener.hpp"
 #include "server/log.hpp"
 #include "server/metrics.hpp"
@@ -49,46 +45,25 @@ rlim_t raise_fd_limit() {
   return rl.rlim_cur;
 }
 
-// Serves GET /metrics in the Prometheus text format on its own listener.
-void serve_metrics(ServerContext& ctx, int lfd, rt::CancelToken& stop) {
-  while (true) {
-    int c = io::accept(lfd, nullptr, nullptr, rt::kNoDeadline, &stop);
-    if (c == -ECANCELED) return;
-    if (c < 0) {
-      rt::sleep_for(std::chrono::milliseconds(10));
-      continue;
-    }
-    rt::spawn([&ctx, c] {
-      char req[2048];
-      std::size_t have = 0;
-      auto deadline = rt::now() + std::chrono::seconds(5);
-      while (have < sizeof req) {
-        int64_t n = io::recv(c, req + have, sizeof req - have, 0, deadline);
-        if (n <= 0) break;
-        have += static_cast<std::size_t>(n);
-        if (std::string_view(req, have).find("\r\n\r\n") != std::string_view::npos) break;
-      }
-      std::string_view head(req, have);
-      std::string body;
-      std::string resp;
-      if (head.starts_with("GET /metrics ") || head.starts_with("GET /metrics?")) {
-        body = ctx.metrics->render();
-        resp = "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n";
-      } else {
-        body = "not found\n";
-        resp = "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n";
-      }
-      resp += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
-      resp += body;
-      io::send_all(c, resp.data(), resp.size(), 0, rt::now() + std::chrono::seconds(5));
-      ::close(c);
-    }).detach();
-  }
+rt::IoOptions io_options(const Config& config) {
+  rt::IoOptions o;
+  o.backend = config.backend;
+  o.ring_entries = config.ring_entries;
+  o.iowq_bounded = config.iowq_bounded;
+  o.iowq_unbounded = config.iowq_unbounded;
+  return o;
 }
 
-}  // namespace
-
-namespace {
+rt::RuntimeOptions runtime_options(const Config& config) {
+  rt::RuntimeOptions o;
+  o.processors = config.processors;
+  o.pin = config.pin_processors;
+  o.stack_size = config.stack_size;
+  o.spin = config.spin;
+  o.help_age = config.help_age;
+  o.make_driver = rt::make_io_driver_factory(io_options(config));  // throws when unusable
+  return o;
+}
 
 sigset_t server_signals() {
   sigset_t sigs;
@@ -108,144 +83,170 @@ void block_server_signals() {
   ::signal(SIGPIPE, SIG_IGN);
 }
 
-int run_server(const Config& config) {
+Server::Server(const Config& config) : config_(config) {}
+
+Server::~Server() {
+  runtime_.reset();  // every fiber has ended: nothing uses the context any more
+  ctx_.reset();
+  for (auto& l : listeners_) ::close(l.fd);
+  if (metrics_fd_ >= 0) ::close(metrics_fd_);
+  if (signal_fd_ >= 0) ::close(signal_fd_);
+}
+
+bool Server::open() {
   // Signals are read from a signalfd by the main fiber; main() blocked them already, and
-  // blocking again here keeps run_server usable on its own (tests).
+  // blocking again here keeps a Server usable on its own (tests).
   block_server_signals();
   sigset_t sigs = server_signals();
-  int sfd = ::signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (sfd < 0) {
+  signal_fd_ = ::signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (signal_fd_ < 0) {
     spdlog::critical("signalfd: {}", std::strerror(errno));
-    return 1;
+    return false;
   }
-
-  rlim_t fd_limit = raise_fd_limit();
-  rt::IoOptions io_opts;
-  io_opts.backend = config.backend == IoBackend::io_uring ? rt::IoBackendKind::io_uring
-                    : config.backend == IoBackend::epoll  ? rt::IoBackendKind::epoll
-                                                          : rt::IoBackendKind::automatic;
-  io_opts.ring_entries = config.ring_entries;
-  io_opts.iowq_bounded = config.iowq_bounded;
-  io_opts.iowq_unbounded = config.iowq_unbounded;
-
-  rt::RuntimeOptions ro;
-  ro.processors = config.processors;
-  ro.pin = config.pin_processors;
-  ro.stack_size = config.stack_size;
-  ro.spin = config.spin;
-  ro.help_age = config.help_age;
+  uint64_t fd_limit = raise_fd_limit();
   try {
-    ro.make_driver = rt::make_io_driver_factory(io_opts);
+    ctx_ = std::make_unique<ServerContext>(config_);
+    ctx_->access_log = AccessLog::create(config_);
+    runtime_ = std::make_unique<rt::Runtime>(runtime_options(config_));
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
-    return 1;
+    return false;
   }
+  if (!open_sockets()) return false;
+  unsigned procs = runtime_->processors();
+  ServerContext& ctx = *ctx_;
+  ctx.metrics = std::make_unique<Metrics>(procs);
+  FdBudget budget = plan_fd_budget(config_, fd_limit, listeners_.size(), procs);
+  spdlog::log(budget.lowered() ? spdlog::level::warn : spdlog::level::info, "{}",
+              budget.describe());
+  ctx.files = std::make_unique<FdCache>(config_, ctx.root_fd, ctx.mime, ctx.metrics.get(),
+                                        budget.cache_entries);
+  // Read area: the longest head the parser accepts plus one read (the arena for queued
+  // response heads comes on top, see ConnectionWork).
+  std::size_t read_capacity = config_.max_header_bytes + 4096;
+  for (unsigned i = 0; i < procs; ++i) {
+    ctx.pools.push_back(std::make_unique<ResourcePool>(config_, read_capacity, config_.pipe_size));
+  }
+  add_gauges(fd_limit);
+  std::string addrs;
+  for (const auto& a : config_.listen) addrs += (addrs.empty() ? "" : ", ") + a.to_string();
+  spdlog::info("weft {} serving {} on {} with {} processor(s), {} socket(s); fd limit {}",
+               kWeftVersion, config_.root.string(), addrs, procs, listeners_.size(), fd_limit);
+  if (config_.metrics) {
+    spdlog::info("metrics on http://{}/metrics", config_.metrics_listen.to_string());
+  }
+  return true;
+}
 
-  ServerContext ctx(config);
-  std::vector<Listener> listeners;
-  int metrics_fd = -1;
-  try {
-    ctx.access_log = AccessLog::create(config);
-  } catch (const std::exception& e) {
-    spdlog::critical("{}", e.what());
-    return 1;
-  }
-  rt::Runtime runtime(ro);
-  unsigned procs = runtime.processors();
+bool Server::open_sockets() {
   try {
     // The metrics listener first: once weft's own addresses take connections, /metrics
     // does too (a client that waited for the first could be refused by the second:
     // test_overload was, under ASan on a loaded machine).
-    if (config.metrics) metrics_fd = open_listener(config.metrics_listen, 64, false);
-    listeners = open_listeners(config.listen, config.backlog, config.reuseport, procs);
+    if (config_.metrics) metrics_fd_ = open_listener(config_.metrics_listen, 64, false);
+    listeners_ =
+        open_listeners(config_.listen, config_.backlog, config_.reuseport, runtime_->processors());
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
-    return 1;
+    return false;
   }
-  ctx.root_fd = ::open(config.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (ctx.root_fd < 0) {
-    spdlog::critical("document root {}: {}", config.root.string(), std::strerror(errno));
-    return 1;
+  ctx_->root_fd = ::open(config_.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (ctx_->root_fd < 0) {
+    spdlog::critical("document root {}: {}", config_.root.string(), std::strerror(errno));
+    return false;
   }
-  ctx.metrics = std::make_unique<Metrics>(procs);
-  // The fd budget: connections (each a socket, plus a pipe pair while splicing), listeners,
-  // rings and the like, and the cache must all fit RLIMIT_NOFILE; the cache gives way.
-  std::size_t per_conn = config.body == BodyPath::splice ? 3 : 1;
-  std::size_t reserve = 64 + listeners.size() + 4 * std::size_t{procs};
-  std::size_t conn_fds = std::size_t{config.max_connections} * per_conn;
-  std::size_t cache_entries = config.fd_cache_entries;
-  if (conn_fds + reserve + cache_entries > fd_limit) {
-    std::size_t room = fd_limit > conn_fds + reserve ? fd_limit - conn_fds - reserve : 0;
-    cache_entries = std::max<std::size_t>(room, 16);
-    spdlog::warn(
-        "fd budget: limit {} < connections {} + cache {} + reserve {}; fd cache "
-        "lowered to {} entries (raise the hard RLIMIT_NOFILE or lower "
-        "limits.max_connections)",
-        fd_limit, conn_fds, config.fd_cache_entries, reserve, cache_entries);
-  } else {
-    spdlog::info("fd budget: limit {} >= connections {} + fd cache {} + reserve {}", fd_limit,
-                 conn_fds, cache_entries, reserve);
-  }
-  ctx.files =
-      std::make_unique<FdCache>(config, ctx.root_fd, ctx.mime, ctx.metrics.get(), cache_entries);
-  ctx.metrics->add_gauge("weft_fd_cache_entries", "Entries in the fd cache",
-                         [&ctx] { return static_cast<double>(ctx.files->size()); });
-  ctx.metrics->add_gauge("weft_fd_cache_bytes", "Bytes of file contents in the fd cache",
-                         [&ctx] { return static_cast<double>(ctx.files->bytes()); });
-  // Read area: the longest head the parser accepts plus one read (the arena for queued
-  // response heads comes on top, see ConnectionWork).
-  std::size_t read_capacity = config.max_header_bytes + 4096;
-  for (unsigned i = 0; i < procs; ++i) {
-    ctx.pools.push_back(std::make_unique<ResourcePool>(config, read_capacity, config.pipe_size));
-  }
-  ctx.metrics->add_gauge("weft_fibers", "Fibers alive (running, ready or parked)",
-                         [&runtime] { return static_cast<double>(runtime.live_fibers()); });
-  ctx.metrics->add_gauge("weft_ready_queue_length", "Fibers ready to run, all processors",
-                         [&runtime] {
-                           double n = 0;
-                           for (unsigned i = 0; i < runtime.processors(); ++i) {
-                             n += runtime.processor(i).queue_length();
-                           }
-                           return n;
-                         });
-  ctx.metrics->add_gauge("weft_iowq_max_workers_bounded",
-                         "io_uring bounded kernel workers allowed per processor",
-                         [&config] { return static_cast<double>(config.iowq_bounded); });
-  ctx.metrics->add_gauge("weft_iowq_max_workers_unbounded",
-                         "io_uring unbounded kernel workers allowed per processor",
-                         [&config] { return static_cast<double>(config.iowq_unbounded); });
-  ctx.metrics->add_gauge("weft_fd_limit", "RLIMIT_NOFILE in force",
-                         [fd_limit] { return static_cast<double>(fd_limit); });
+  return true;
+}
 
-  std::string addrs;
-  for (const auto& a : config.listen) addrs += (addrs.empty() ? "" : ", ") + a.to_string();
-  spdlog::info("weft {} serving {} on {} with {} processor(s), {} socket(s); fd limit {}",
-               kWeftVersion, config.root.string(), addrs, procs, listeners.size(), fd_limit);
-  if (config.metrics)
-    spdlog::info("metrics on http://{}/metrics", config.metrics_listen.to_string());
+void Server::add_gauges(uint64_t fd_limit) {
+  ServerContext& ctx = *ctx_;
+  rt::Runtime& runtime = *runtime_;
+  auto gauge = [&ctx](const char* name, const char* help, std::function<double()> read) {
+    ctx.metrics->add_gauge(name, help, std::move(read));
+  };
+  gauge("weft_fd_cache_entries", "Entries in the fd cache",
+        [&ctx] { return static_cast<double>(ctx.files->size()); });
+  gauge("weft_fd_cache_bytes", "Bytes of file contents in the fd cache",
+        [&ctx] { return static_cast<double>(ctx.files->bytes()); });
+  gauge("weft_fibers", "Fibers alive (running, ready or parked)",
+        [&runtime] { return static_cast<double>(runtime.live_fibers()); });
+  gauge("weft_ready_queue_length", "Fibers ready to run, all processors", [&runtime] {
+    double n = 0;
+    for (unsigned i = 0; i < runtime.processors(); ++i) n += runtime.processor(i).queue_length();
+    return n;
+  });
+  const Config& config = config_;
+  gauge("weft_iowq_max_workers_bounded", "io_uring bounded kernel workers allowed per processor",
+        [&config] { return static_cast<double>(config.iowq_bounded); });
+  gauge("weft_iowq_max_workers_unbounded",
+        "io_uring unbounded kernel workers allowed per processor",
+        [&config] { return static_cast<double>(config.iowq_unbounded); });
+  gauge("weft_fd_limit", "RLIMIT_NOFILE in force",
+        [fd_limit] { return static_cast<double>(fd_limit); });
+}
 
-  runtime.run([&] {
+void Server::spawn_acceptors(rt::CancelToken& stop, std::vector<rt::FiberHandle>& out) {
+  ServerContext& ctx = *ctx_;
+  // With SO_REUSEPORT each processor has sockets of its own (open_listeners made one per
+  // processor and address); with one shared socket per address, every processor gets an
+  // acceptor on it.
+  unsigned rounds = config_.reuseport ? 1 : runtime_->processors();
+  for (unsigned i = 0; i < rounds; ++i) {
+    for (const auto& l : listeners_) {
+      out.push_back(rt::spawn([&ctx, fd = l.fd, &stop] { accept_loop(ctx, fd, stop); },
+                              {.name = "acceptor"}));
+    }
+  }
+  if (metrics_fd_ >= 0) {
+    out.push_back(
+        rt::spawn([&ctx, fd = metrics_fd_, &stop] { accept_loop(ctx, fd, stop, Site::metrics); },
+                  {.name = "metrics"}));
+  }
+}
+
+int Server::wait_for_stop_signal() {
+  while (true) {
+    signalfd_siginfo si{};
+    int64_t n = io::read(signal_fd_, &si, sizeof si);
+    if (n != static_cast<int64_t>(sizeof si)) {
+      if (n < 0 && n != -EINTR && n != -EAGAIN) {
+        spdlog::error("signalfd read: {}", std::strerror(static_cast<int>(-n)));
+        rt::sleep_for(std::chrono::milliseconds(100));
+      }
+      continue;
+    }
+    if (si.ssi_signo != SIGHUP) return static_cast<int>(si.ssi_signo);
+    spdlog::info("SIGHUP: reopening logs");
+    reopen_error_log();
+    if (ctx_->access_log) ctx_->access_log->reopen();
+  }
+}
+
+void Server::drain() {
+  ServerContext& ctx = *ctx_;
+  ctx.begin_drain();
+  // A fiber waits for the connections; this one waits for it, or for the end of the grace.
+  rt::Semaphore drained(0);
+  auto waiter = rt::spawn(
+      [&ctx, &drained] {
+        ctx.connections.wait();
+        drained.release();
+      },
+      {.name = "drain"});
+  if (!drained.try_acquire_until(rt::now() + config_.shutdown_grace)) {
+    spdlog::warn("grace period over: cancelling {} connection(s)", ctx.connections.count());
+    ctx.cancel_all();
+    drained.acquire();
+  }
+  waiter.join();
+}
+
+void Server::serve() {
+  ServerContext& ctx = *ctx_;
+  runtime_->run([&] {
     rt::CancelToken stop;
     std::vector<rt::FiberHandle> acceptors;
-    for (const auto& l : listeners) {
-      acceptors.push_back(rt::spawn([&ctx, fd = l.fd, &stop] { accept_loop(ctx, fd, stop); },
-                                    {.name = "acceptor"}));
-    }
-    // With one shared socket per address, every processor gets an acceptor on it.
-    if (!config.reuseport) {
-      for (unsigned i = 1; i < procs; ++i) {
-        for (const auto& l : listeners) {
-          acceptors.push_back(rt::spawn([&ctx, fd = l.fd, &stop] { accept_loop(ctx, fd, stop); },
-                                        {.name = "acceptor"}));
-        }
-      }
-    }
-    if (metrics_fd >= 0) {
-      acceptors.push_back(
-          rt::spawn([&ctx, metrics_fd, &stop] { serve_metrics(ctx, metrics_fd, stop); },
-                    {.name = "metrics"}));
-    }
-
+    spawn_acceptors(stop, acceptors);
     // The fd cache's housekeeping: drop inactive entries every second; follow inotify.
     rt::Semaphore sweeper_stop(0);
     auto sweeper = rt::spawn(
@@ -255,51 +256,28 @@ int run_server(const Config& config) {
         {.name = "fd-cache-sweeper"});
     auto watcher =
         rt::spawn([&ctx, &stop] { ctx.files->watch_loop(stop); }, {.name = "fd-cache-inotify"});
-
-    while (true) {
-      signalfd_siginfo si{};
-      int64_t n = io::read(sfd, &si, sizeof si);
-      if (n != static_cast<int64_t>(sizeof si)) {
-        if (n < 0 && n != -EINTR && n != -EAGAIN) {
-          spdlog::error("signalfd read: {}", std::strerror(static_cast<int>(-n)));
-          rt::sleep_for(std::chrono::milliseconds(100));
-        }
-        continue;
-      }
-      if (si.ssi_signo == SIGHUP) {
-        spdlog::info("SIGHUP: reopening logs");
-        reopen_error_log();
-        if (ctx.access_log) ctx.access_log->reopen();
-        continue;
-      }
-      spdlog::info("{}: shutting down (grace {} ms, {} connection(s) open)",
-                   si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT", config.shutdown_grace.count(),
-                   ctx.open_connections.load());
-      break;
-    }
-
+    int signo = wait_for_stop_signal();
+    spdlog::info("{}: shutting down (grace {} ms, {} connection(s) open)",
+                 signo == SIGTERM ? "SIGTERM" : "SIGINT", config_.shutdown_grace.count(),
+                 ctx.open_connections.load());
     stop.cancel();
     sweeper_stop.release();
     sweeper.join();
     watcher.join();
     for (auto& a : acceptors) a.join();
-    for (auto& l : listeners) ::close(l.fd);
-    if (metrics_fd >= 0) ::close(metrics_fd);
-    ctx.begin_drain();
-    rt::TimePoint grace_end = rt::now() + config.shutdown_grace;
-    while (ctx.connections.count() > 0 && rt::now() < grace_end) {
-      rt::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (ctx.connections.count() > 0) {
-      spdlog::warn("grace period over: cancelling {} connection(s)", ctx.connections.count());
-      ctx.cancel_all();
-    }
-    ctx.connections.wait();
+    for (auto& l : listeners_) ::close(std::exchange(l.fd, -1));
+    if (metrics_fd_ >= 0) ::close(std::exchange(metrics_fd_, -1));
+    drain();
   });
   if (ctx.access_log) ctx.access_log->flush();
-  ::close(sfd);
   spdlog::info("stopped");
   spdlog::default_logger()->flush();
+}
+
+int run_server(const Config& config) {
+  Server server(config);
+  if (!server.open()) return 1;
+  server.serve();
   return 0;
 }
 

@@ -51,10 +51,7 @@ Reply directory_reply(ServerContext& ctx, const Request& req, ConnectionWork& wo
   }
   if (!ctx.config.directory_listing) return Reply::error_page(403);
   if (!render_listing(*ctx.files, work.path, work.body)) return Reply::error_page(403);
-  Reply r;
-  r.kind = Reply::Kind::listing;
-  r.status = 200;
-  return r;
+  return page_reply("text/html");
 }
 
 // A found file: preconditions, then ranges.
@@ -98,18 +95,20 @@ Reply file_reply(const Request& req, ConnectionWork& work, FileRef file) {
 
 }  // namespace
 
-Reply handle_static(ServerContext& ctx, const Request& req, ConnectionWork& work,
-                    std::string_view peer) {
-  if (req.method() == Method::other) {
-    static const std::string kAllowLine = "Allow: " + std::string(kAllowedMethods) + "\r\n";
-    return Reply::error_page(405, kAllowLine);
-  }
+Reply method_reply(const Request& req) {
   if (req.method() == Method::options) {
     Reply r;
     r.kind = Reply::Kind::options;
     r.status = 200;
     return r;
   }
+  static const std::string kAllowLine = "Allow: " + std::string(kAllowedMethods) + "\r\n";
+  return Reply::error_page(405, kAllowLine);
+}
+
+Reply handle_static(ServerContext& ctx, const Request& req, ConnectionWork& work,
+                    std::string_view peer) {
+  if (req.method() != Method::get && req.method() != Method::head) return method_reply(req);
   TargetStatus ts = normalize_target(req.target(), work.path);
   if (ts != TargetStatus::ok) return Reply::error_page(http_status(ts));
   FileRef file = ctx.files->lookup(work.path, ServerContext::shard());

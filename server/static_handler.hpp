@@ -27,15 +27,16 @@ struct Reply {
     options,       // 200 with Allow and no body
     file,          // `length` bytes of `file` from `offset` (200, or 206 with `range`)
     not_modified,  // 304 with the file's validators
-    listing,       // 200, a directory page: the ConnectionWork's `body`
+    page,          // 200 with the ConnectionWork's `body` (a listing, the metrics)
   };
   Kind kind = Kind::error;
   int status = 500;
   FileRef file;
   uint64_t offset = 0;
   uint64_t length = 0;
-  RangeResult range;       // the Content-Range of a 206 (and of a 416, in `extra`)
-  std::string_view extra;  // "Name: value\r\n" lines for an error page, or empty
+  RangeResult range;              // the Content-Range of a 206 (and of a 416, in `extra`)
+  std::string_view extra;         // "Name: value\r\n" lines for an error page, or empty
+  std::string_view content_type;  // of a page
 
   /// Returns an error reply for `status`, with `extra` header lines.
   static Reply error_page(int status, std::string_view extra = {}) {
@@ -45,6 +46,19 @@ struct Reply {
     return r;
   }
 };
+
+/// Returns a page reply: 200 with `work.body` of `content_type` (a static string).
+inline Reply page_reply(std::string_view content_type) {
+  Reply r;
+  r.kind = Reply::Kind::page;
+  r.status = 200;
+  r.content_type = content_type;
+  return r;
+}
+
+/// Returns the answer to a request whose method is neither GET nor HEAD: OPTIONS gets 200
+/// with Allow, any other 405 with Allow.
+Reply method_reply(const Request& req);
 
 /// Decides the answer to `req` (the request's client is `peer`, for log lines); uses
 /// `work.path`, `work.scratch` and `work.body` for its strings, so the Reply's views live

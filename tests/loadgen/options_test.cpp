@@ -145,10 +145,10 @@ TEST(Options, WeftLoadOwnOptions) {
   EXPECT_TRUE(o.quiet);
   EXPECT_TRUE(o.dry_run);
   EXPECT_EQ(o.workload.seed, 18446744073709551615ull);
-  EXPECT_EQ(o.backend, Backend::kAuto);
-  EXPECT_EQ(ok({"--backend", "epoll"}).backend, Backend::kEpoll);
-  EXPECT_EQ(ok({"--backend", "io_uring"}).backend, Backend::kIoUring);
-  EXPECT_EQ(ok({"--backend", "auto"}).backend, Backend::kAuto);
+  EXPECT_EQ(o.backend, Backend::automatic);
+  EXPECT_EQ(ok({"--backend", "epoll"}).backend, Backend::epoll);
+  EXPECT_EQ(ok({"--backend", "io_uring"}).backend, Backend::io_uring);
+  EXPECT_EQ(ok({"--backend", "auto"}).backend, Backend::automatic);
 }
 
 TEST(Options, SweepExpandsRates) {
