@@ -83,7 +83,7 @@ struct Engine::SessionState {
 
 // One processor's share of the run. Only fibers running on that processor write it; the
 // progress counters are atomics so that another thread may read them.
-struct alignas(64) Engine::Slot {
+struct alignas(64) Engine::Share {
   Stats measured;
   Stats warmup;  // sessions due during --warmup record here; thrown away
   std::vector<std::unique_ptr<SessionState>> pool;
@@ -113,7 +113,7 @@ class Engine::Session {
     const std::int64_t start = now_ns();
     const std::uint64_t lag = since(due_ns_, start);
     {
-      Slot& slot = e_.local_slot();
+      Share& slot = e_.local_slot();
       bump(slot.sessions);
       if (lag > slot.lag_max_ns.load(std::memory_order_relaxed)) {
         slot.lag_max_ns.store(lag, std::memory_order_relaxed);
@@ -128,7 +128,7 @@ class Engine::Session {
 
  private:
   Stats& stats() {
-    Slot& slot = e_.local_slot();
+    Share& slot = e_.local_slot();
     return measured_ ? slot.measured : slot.warmup;
   }
 
@@ -354,7 +354,7 @@ Engine::Engine(const Options& options, const UriSource& source, Target target)
       source_(source),
       target_(std::move(target)),
       slots_count_(options.threads),
-      slots_(new Slot[options.threads]) {
+      slots_(new Share[options.threads]) {
   request_headers_ =
       fmt::format("User-Agent: weft-load/{}\r\nHost: {}\r\n", kWeftVersion, target_.host_header);
   if (options_.timeout_s) timeout_ns_ = static_cast<std::int64_t>(*options_.timeout_s * 1e9);
@@ -367,7 +367,7 @@ Engine::Engine(const Options& options, const UriSource& source, Target target)
 
 Engine::~Engine() = default;
 
-Engine::Slot& Engine::local_slot() {
+Engine::Share& Engine::local_slot() {
   rt::Processor* p = rt::Processor::current();
   return slots_[p ? p->index() % slots_count_ : 0];
 }
@@ -381,7 +381,7 @@ void Engine::note_other(const char* what, int err, const char* reason) {
 void Engine::run_session(std::uint64_t index, std::int64_t due_ns) {
   std::unique_ptr<SessionState> st;
   {
-    Slot& slot = local_slot();
+    Share& slot = local_slot();
     if (slot.pool.empty()) {
       st = std::make_unique<SessionState>();
     } else {
@@ -506,7 +506,7 @@ Progress Engine::progress() const {
       1e-9;
   std::uint64_t lag = 0;
   for (unsigned i = 0; i < slots_count_; ++i) {
-    const Slot& s = slots_[i];
+    const Share& s = slots_[i];
     p.sessions += s.sessions.load(std::memory_order_relaxed);
     p.replies += s.replies.load(std::memory_order_relaxed);
     p.errors += s.errors.load(std::memory_order_relaxed);

@@ -20,7 +20,7 @@
 //     connect time count), for a later call the moment it became eligible (the reply before
 //     it, plus think time).
 //
-// Statistics: each processor owns a Slot (Stats for measured sessions, Stats for warmup
+// Statistics: each processor owns a Share (Stats for measured sessions, Stats for warmup
 // sessions that are thrown away, a pool of session buffers, progress counters). A fiber
 // records into the slot of the processor it runs on at that moment (it may migrate between
 // records, never during one), so recording takes no lock and no shared atomic; the slots are
@@ -100,12 +100,12 @@ class Engine {
   Progress progress() const;
 
  private:
-  struct Slot;
+  struct Share;
   struct SessionState;
   class Session;
   friend class Session;
 
-  Slot& local_slot();
+  Share& local_slot();
   void schedule_sessions(const Period& period, unsigned k, unsigned of);
   void run_session(std::uint64_t index, std::int64_t due_ns);
   void note_other(const char* what, int err, const char* reason = nullptr);
@@ -114,7 +114,7 @@ class Engine {
   const UriSource& source_;
   Target target_;
   unsigned slots_count_;
-  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<Share[]> slots_;
 
   // State of the run in progress (set before the runtime starts, read by its fibers).
   std::int64_t start_ns_ = 0;   // steady-clock ns of the run's time 0

@@ -58,7 +58,6 @@ class EpollDriver final : public IoDriver {
   }
 
   const char* name() const override { return "epoll"; }
-  const char* backend() const override { return "epoll"; }
 
   int poll() override {
     flush_cancels();
@@ -148,7 +147,7 @@ class EpollDriver final : public IoDriver {
     return static_cast<EpollDriver*>(Processor::current()->io_driver());
   }
 
-  struct Slot {
+  struct FdWait {
     ReadyWait* wait = nullptr;
     uint32_t gen = 0;
   };
@@ -379,7 +378,7 @@ class EpollDriver final : public IoDriver {
 
   int epfd_ = -1;
   int wake_fd_ = -1;
-  std::vector<Slot> slots_;
+  std::vector<FdWait> slots_;
   std::vector<uint32_t> free_;
   std::vector<Reg> reg_;  // by descriptor
 };

@@ -248,7 +248,7 @@ int when_ready(ReadyWait& w, int fd, short events, TimePoint deadline, CancelTok
 }
 
 const char* backend() {
-  return driver().backend();
+  return driver().name();
 }
 
 }  // namespace weft::rt::io

@@ -75,8 +75,8 @@ int64_t write(int fd, const void* buf, std::size_t len, int64_t offset = -1,
               TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
 
 /// Moves up to len bytes between fds, one of which is a pipe (splice(2)); offsets -1 mean
-/// "none". The epoll backend cannot do this asynchronously and does a sendfile(2) from
-/// fd_in to fd_out instead when fd_out is not a pipe. Returns the count or -errno.
+/// "none". The epoll backend splices without blocking (SPLICE_F_NONBLOCK) and waits for
+/// readiness of the side that was not ready. Returns the count or -errno.
 int64_t splice(int fd_in, int64_t off_in, int fd_out, int64_t off_out, std::size_t len,
                unsigned flags = 0, TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
 

@@ -85,16 +85,6 @@ void IoDriver::mark_completed(IoWait* w) {
   w->cancel_queued = false;
 }
 
-void IoDriver::rearm(IoWait* w) {
-  w->waiter.reset();
-  if (!w->has_token()) {
-    w->completed = false;
-    return;
-  }
-  std::lock_guard g(remote_lock_);
-  w->completed = false;
-}
-
 void IoDriver::finish_ready(ReadyWait& r) {
   if (r.has_timer) TimerHeap::cancel(&r.timer);  // owner thread: it cannot be firing now
   r.io.end();
@@ -124,9 +114,6 @@ IoWait* IoDriver::take_cancels() {
 
 namespace {
 
-std::mutex g_backend_mu;
-std::string g_backend = "none";
-
 std::string io_uring_disabled_sysctl() {
   std::ifstream f("/proc/sys/kernel/io_uring_disabled");
   std::string v;
@@ -136,14 +123,27 @@ std::string io_uring_disabled_sysctl() {
 
 }  // namespace
 
+namespace {
+
+// Opens and closes a small ring; returns 0 or the -errno io_uring_setup failed with.
+int probe_io_uring() {
+  io_uring probe;
+  int rc = io_uring_queue_init(8, &probe, 0);
+  if (rc == 0) io_uring_queue_exit(&probe);
+  return rc;
+}
+
+}  // namespace
+
+bool io_uring_usable() {
+  return probe_io_uring() == 0;
+}
+
 DriverFactory make_io_driver_factory(const IoOptions& options) {
   bool use_uring = options.backend != IoBackendKind::epoll;
   if (use_uring) {
-    io_uring probe;
-    int rc = io_uring_queue_init(8, &probe, 0);
-    if (rc == 0) {
-      io_uring_queue_exit(&probe);
-    } else {
+    int rc = probe_io_uring();
+    if (rc != 0) {
       std::string sysctl = io_uring_disabled_sysctl();
       std::string cause;
       if (rc == -ENOSYS) {
@@ -169,19 +169,10 @@ DriverFactory make_io_driver_factory(const IoOptions& options) {
   } else {
     spdlog::info("io backend: epoll (forced by configuration)");
   }
-  {
-    std::lock_guard g(g_backend_mu);
-    g_backend = use_uring ? "io_uring" : "epoll";
-  }
   if (use_uring) {
     return [options](unsigned) -> std::unique_ptr<Driver> { return make_io_uring_driver(options); };
   }
   return [options](unsigned) -> std::unique_ptr<Driver> { return make_epoll_driver(options); };
-}
-
-std::string chosen_io_backend() {
-  std::lock_guard g(g_backend_mu);
-  return g_backend;
 }
 
 }  // namespace weft::rt

@@ -197,9 +197,6 @@ class IoDriver : public Driver {
             completions_.load(std::memory_order_relaxed)};
   }
 
-  /// Returns "io_uring" or "epoll".
-  virtual const char* backend() const = 0;
-
   /// Owner fiber: performs `req`, parking the calling fiber until its final completion;
   /// returns the result or -errno (-ETIMEDOUT past the deadline, -ECANCELED by the token).
   virtual int64_t execute(IoRequest& req) = 0;
@@ -221,8 +218,6 @@ class IoDriver : public Driver {
   void mark_completed(IoWait* w);
   // Owner: takes the queued cancel requests (each still in flight).
   IoWait* take_cancels();
-  // Owner: makes a completed wait ready for another phase of the same operation.
-  void rearm(IoWait* w);
   // Owner: ends a ReadyWait (completed with io.result): unregisters it and starts its
   // callback on a new fiber. Nothing touches `r` afterwards.
   static void finish_ready(ReadyWait& r);
@@ -239,13 +234,14 @@ class IoDriver : public Driver {
 /// Makes processor i's driver.
 using DriverFactory = std::function<std::unique_ptr<Driver>(unsigned index)>;
 
+/// Returns whether an io_uring can be set up here (it is blocked by containers' default
+/// seccomp profiles and by kernel.io_uring_disabled); opens and closes a ring to find out.
+bool io_uring_usable();
+
 /// Probes io_uring once (logging the outcome, and the reason and fix on a fallback) and
 /// returns a factory for the chosen backend; throws std::runtime_error when io_uring is
 /// required by `options` but unavailable.
 DriverFactory make_io_driver_factory(const IoOptions& options);
-
-/// Returns the backend the last make_io_driver_factory chose ("io_uring" or "epoll").
-std::string chosen_io_backend();
 
 /// Makes an io_uring driver (the ring itself is set up on the owner thread, in attach()).
 std::unique_ptr<IoDriver> make_io_uring_driver(const IoOptions& options);

@@ -86,7 +86,6 @@ class IoUringDriver final : public IoDriver {
   }
 
   const char* name() const override { return "io_uring"; }
-  const char* backend() const override { return "io_uring"; }
 
   void attach() override {
     int rc = -EINVAL;

@@ -245,7 +245,7 @@ void Processor::push_local(Fiber* f) {
   if (rt_.light_push_) {
     std::atomic_signal_fence(std::memory_order_seq_cst);
   } else {
-#if defined(__SANITIZE_THREAD__)
+#if defined(WEFT_TSAN)
     // TSan does not model fences (GCC warns); a seq_cst RMW is a full barrier too.
     fence_word_.fetch_add(0, std::memory_order_seq_cst);
 #else

@@ -75,7 +75,9 @@ struct RuntimeOptions {
   unsigned processors = 0;  // 0: one per online CPU
   bool pin = false;         // pin processor i to the i-th allowed CPU
   std::size_t stack_size = 64 * 1024;
-  unsigned spin = 100;  // slow-path rounds before parking
+  // Slow-path rounds before parking. 100 suits a client such as weft-load; the server's
+  // default is 20 (runtime.spin, measured: docs/benchmarks.md, "Idle spin").
+  unsigned spin = 100;
   // How long a ready fiber may wait on a busy processor before another busy processor takes
   // it (see "Helping"). Picked: ten times a loaded queue's usual wait, far under a
   // client's patience; to be measured against the transfer benchmark and the locality cost.
@@ -124,7 +126,7 @@ class Processor {
     return local_.size() + (lifo_.load(std::memory_order_relaxed) ? 1 : 0);
   }
 
-  // --- used by fiber.cpp and the sync primitives; owner thread only -------------------
+  // --- used by the fiber functions and the sync primitives; owner thread only -------------------
   /// Makes f ready on this processor: in the LIFO slot when `lifo`, else the queue tail.
   void schedule(Fiber* f, bool lifo);
   /// Switches away from the running fiber, leaving it parked (see fiber.hpp).
@@ -174,9 +176,7 @@ class Processor {
   // made no scheduling progress (the owner runs a long fiber), like Go's runnext.
   std::atomic<Fiber*> lifo_{nullptr};
   unsigned lifo_streak_ = 0;
-#if defined(__SANITIZE_THREAD__)
-  std::atomic<uint32_t> fence_word_{0};  // schedule()'s barrier, as an RMW TSan can see
-#endif
+  std::atomic<uint32_t> fence_word_{0};       // schedule()'s barrier under TSan, as an RMW it sees
   std::atomic<uint64_t> ticks_published_{0};  // tick_, for thieves judging progress
   std::atomic<uint64_t> helped_{0};           // owner writes, anyone reads
   struct VictimView {

@@ -84,18 +84,19 @@ struct Config {
   unsigned fd_reserve = 64;                  // descriptors kept for everything but clients
 
   // [timeouts]
-  Millis header_timeout{10'000};
-  Millis keepalive_timeout{75'000};
-  Millis send_timeout{60'000};
-  Millis shutdown_grace{10'000};
-  Millis linger{500};       // lingering close: how long the client's late bytes are read
-  Millis active_wait{100};  // a kept-alive connection keeps its fiber this long, then idles
+  Millis timeouts_header{10'000};
+  Millis timeouts_keepalive{75'000};
+  Millis timeouts_send{60'000};
+  Millis timeouts_shutdown_grace{10'000};
+  Millis timeouts_linger{500};  // lingering close: how long the client's late bytes are read
+  Millis timeouts_active_wait{
+      100};  // a kept-alive connection keeps its fiber this long, then idles
 
   // [fd_cache]
   bool fd_cache = true;
-  unsigned fd_cache_entries = 10000;
-  std::size_t fd_cache_bytes = 64 * 1024 * 1024;
-  std::size_t fd_cache_file_bytes = 16 * 1024;
+  unsigned fd_cache_max_entries = 10000;
+  std::size_t fd_cache_max_bytes = 64 * 1024 * 1024;
+  std::size_t fd_cache_max_file_bytes = 16 * 1024;
   Millis fd_cache_valid{5'000};
   Millis fd_cache_errors_valid{1'000};
   Millis fd_cache_inactive{60'000};

@@ -121,16 +121,16 @@ std::optional<Connection::Outcome> Connection::receive(bool idle) {
     // one for its next for timeouts.keepalive; both counted from when the wait began.
     if (idle_deadline_ == rt::TimePoint{}) {
       idle_deadline_ =
-          rt::coarse_now() + (requests_ == 0 ? cfg.header_timeout : cfg.keepalive_timeout);
+          rt::coarse_now() + (requests_ == 0 ? cfg.timeouts_header : cfg.timeouts_keepalive);
     }
     // Wait briefly with this fiber (a busy client's next request comes within
     // milliseconds); past that, go idle without a fiber, stack or buffer.
-    deadline = std::min(idle_deadline_, rt::coarse_now() + cfg.active_wait);
+    deadline = std::min(idle_deadline_, rt::coarse_now() + cfg.timeouts_active_wait);
     idle_.store(true, std::memory_order_release);
     // Shutdown may have begun between the check and the store: look again.
     if (ctx_.draining.load(std::memory_order_acquire)) return Outcome::closed;
   } else {
-    deadline = request_started_ + cfg.header_timeout;
+    deadline = request_started_ + cfg.timeouts_header;
   }
   // After an answer the client's next request cannot be here yet (it waits for the
   // answer), so the wait comes first: no recv that fails with EAGAIN. A fresh connection
@@ -245,7 +245,7 @@ void Connection::lingering_close() {
   io::shutdown(fd_, SHUT_WR);
   // Read and drop what the client still sends (timeouts.linger, limits.max_linger_bytes), so
   // that it sees the response instead of a reset.
-  rt::TimePoint until = rt::now() + ctx_.config.linger;
+  rt::TimePoint until = rt::now() + ctx_.config.timeouts_linger;
   std::size_t drained = 0;
   while (drained < ctx_.config.max_linger_bytes) {
     int64_t n = io::recv(fd_, work_->read_area(), work_->read_cap, 0, until, &token_);

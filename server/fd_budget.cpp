@@ -13,7 +13,7 @@ FdBudget plan_fd_budget(const Config& config, uint64_t limit, std::size_t listen
   std::size_t per_connection = config.body == BodyPath::splice ? 3 : 1;  // socket (+ pipe pair)
   b.connections = std::size_t{config.max_connections} * per_connection;
   b.reserve = config.fd_reserve + listeners + 4 * std::size_t{processors};
-  b.cache_wanted = config.fd_cache_entries;
+  b.cache_wanted = config.fd_cache_max_entries;
   b.cache_entries = b.cache_wanted;
   if (b.connections + b.reserve + b.cache_wanted > limit) {
     uint64_t fixed = b.connections + b.reserve;

@@ -130,7 +130,7 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
         entries_.fetch_add(1, std::memory_order_relaxed);
         break;  // we load, below
       }
-      Slot& slot = it->second;
+      CacheRecord& slot = it->second;
       if (slot.loading) {
         slot.loading->waiters.push_back(&w);
         wait = true;
@@ -217,7 +217,7 @@ void FdCache::evict_over_limit(Shard& s) {
 }
 
 void FdCache::erase_locked(
-    Shard& s, std::unordered_map<std::string, Slot, Hash, std::equal_to<>>::iterator it) {
+    Shard& s, std::unordered_map<std::string, CacheRecord, Hash, std::equal_to<>>::iterator it) {
   s.lru.erase(it->second.lru);
   s.map.erase(it);  // drops the cache's reference; in-flight responses keep theirs
   entries_.fetch_sub(1, std::memory_order_relaxed);
@@ -292,10 +292,10 @@ FileRef FdCache::load(std::string_view path) {
   e->size = st.stx_size;
   // Small files are kept in memory, within the total bound, so a response goes out in one
   // send with its head. A file that does not fit the budget is sent from the descriptor.
-  uint64_t limit = config_.fd_cache_file_bytes;
+  uint64_t limit = config_.fd_cache_max_file_bytes;
   if (limit > 0 && e->size <= limit) {
     uint64_t before = bytes_->fetch_add(e->size, std::memory_order_relaxed);
-    if (before + e->size > config_.fd_cache_bytes) {
+    if (before + e->size > config_.fd_cache_max_bytes) {
       bytes_->fetch_sub(e->size, std::memory_order_relaxed);
     } else {
       e->bytes = std::make_unique<char[]>(e->size ? e->size : 1);
@@ -336,7 +336,7 @@ std::size_t FdCache::sweep() {
     std::lock_guard g(s.lock);
     for (auto it = s.map.begin(); it != s.map.end();) {
       auto next = std::next(it);
-      const Slot& slot = it->second;
+      const CacheRecord& slot = it->second;
       if (!slot.loading && slot.entry->used_ns.load(std::memory_order_relaxed) < cutoff) {
         erase_locked(s, it);
         ++dropped;

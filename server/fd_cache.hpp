@@ -86,7 +86,7 @@ class FdCache {
   struct Loading {
     rt::WaitList waiters;
   };
-  struct Slot {
+  struct CacheRecord {
     FileRef entry;               // empty while loading
     Loading* loading = nullptr;  // set while one fiber opens the file
     std::list<std::string>::iterator lru;
@@ -97,7 +97,7 @@ class FdCache {
   };
   struct Shard {
     rt::Spinlock lock;
-    std::unordered_map<std::string, Slot, Hash, std::equal_to<>> map;
+    std::unordered_map<std::string, CacheRecord, Hash, std::equal_to<>> map;
     std::list<std::string> lru;  // front: most recently used
   };
 
@@ -110,8 +110,8 @@ class FdCache {
   bool fresh(const FileEntry& e, int64_t now_ns) const;
   void publish(Shard& s, std::string_view path, FileRef entry);
   void evict_over_limit(Shard& s);
-  void erase_locked(Shard& s,
-                    std::unordered_map<std::string, Slot, Hash, std::equal_to<>>::iterator it);
+  void erase_locked(
+      Shard& s, std::unordered_map<std::string, CacheRecord, Hash, std::equal_to<>>::iterator it);
   void invalidate(std::string_view path);
   bool watch_dir_of(std::string_view path);
 

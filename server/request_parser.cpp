@@ -150,7 +150,7 @@ RequestParser::RequestParser(const Config& config)
       max_uri_bytes_(config.max_uri_bytes),
       max_headers_(std::min(config.max_headers, 65535u)),
       max_body_bytes_(config.max_body_bytes),
-      slots_(std::make_unique<Slot[]>(max_headers_)),
+      slots_(std::make_unique<HeaderSpan[]>(max_headers_)),
       headers_(std::make_unique<Header[]>(max_headers_)) {
   llhttp_init(&llhttp_, HTTP_REQUEST, &ParserCallbacks::settings());
   llhttp_.data = this;
@@ -322,7 +322,7 @@ void RequestParser::build_request(std::span<const char> data) {
   r.first_.fill(0);
   r.count_.fill(0);
   for (std::uint32_t i = 0; i < nslots_; ++i) {
-    const Slot& s = slots_[i];
+    const HeaderSpan& s = slots_[i];
     headers_[i] = {view(data, s.name_begin, s.name_end), view(data, s.value_begin, s.value_end),
                    s.field};
     const auto f = Request::index(s.field);
@@ -423,7 +423,7 @@ int RequestParser::on_header_field(const char* at, std::size_t n) {
 int RequestParser::on_header_field_complete() {
   if (head_done_) return 0;
   in_field_ = false;
-  Slot& s = slots_[nslots_];
+  HeaderSpan& s = slots_[nslots_];
   const std::string_view name(base_ + s.name_begin, s.name_end - s.name_begin);
   // llhttp 8.1 accepts "Host : x" (the space ends up in the name) and an empty name.
   if (name.empty()) return user_error(400, "empty header field name");
@@ -438,7 +438,7 @@ int RequestParser::on_header_field_complete() {
 int RequestParser::on_header_value(const char* at, std::size_t n) {
   if (head_done_) return on_metadata(n);
   const std::uint32_t off = offset(base_, at);
-  Slot& s = slots_[nslots_];
+  HeaderSpan& s = slots_[nslots_];
   if (!in_value_) {
     in_value_ = true;
     s.value_begin = off;
@@ -449,7 +449,7 @@ int RequestParser::on_header_value(const char* at, std::size_t n) {
 
 int RequestParser::on_header_value_complete() {
   if (head_done_) return 0;
-  Slot& s = slots_[nslots_];
+  HeaderSpan& s = slots_[nslots_];
   if (!in_value_) {
     s.value_begin = s.value_end = s.name_end;  // empty value
   } else {

@@ -110,7 +110,7 @@ class RequestParser {
 
   // One header line, as offsets from the request's first byte while the head is parsed
   // (the caller may move the buffer between calls), turned into views when ready.
-  struct Slot {
+  struct HeaderSpan {
     std::uint32_t name_begin, name_end, value_begin, value_end;
     Field field;
   };
@@ -162,7 +162,7 @@ class RequestParser {
   std::uint32_t version_begin_ = 0, version_end_ = 0;
 
   // Header lines.
-  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<HeaderSpan[]> slots_;
   std::unique_ptr<Header[]> headers_;
   std::uint32_t nslots_ = 0;
   bool in_field_ = false, in_value_ = false;

@@ -17,7 +17,7 @@ namespace weft::http {
 namespace io = weft::rt::io;
 
 rt::TimePoint ResponseWriter::send_deadline() const {
-  return rt::coarse_now() + ctx_.config.send_timeout;
+  return rt::coarse_now() + ctx_.config.timeouts_send;
 }
 
 void ResponseWriter::begin_head(HeadBuffer& h, int status, bool close, const Request* req) const {
@@ -237,7 +237,7 @@ void ResponseWriter::on_body_error(const FileEntry& file, int64_t result) {
 bool ResponseWriter::send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length,
                                         uint64_t* sent) {
   while (length > 0) {
-    // Each call may make progress; the deadline is "no progress for send_timeout".
+    // Each call may make progress; the deadline is "no progress for timeouts_send".
     int64_t n = io::sendfile(fd_, file.fd, static_cast<int64_t>(offset),
                              std::min<uint64_t>(length, 1 << 30), send_deadline(), &token_);
     if (n <= 0) {

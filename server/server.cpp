@@ -233,7 +233,7 @@ void Server::drain() {
         drained.release();
       },
       {.name = "drain"});
-  if (!drained.try_acquire_until(rt::now() + config_.shutdown_grace)) {
+  if (!drained.try_acquire_until(rt::now() + config_.timeouts_shutdown_grace)) {
     spdlog::warn("grace period over: cancelling {} connection(s)", ctx.connections.count());
     ctx.cancel_all();
     drained.acquire();
@@ -258,7 +258,7 @@ void Server::serve() {
         rt::spawn([&ctx, &stop] { ctx.files->watch_loop(stop); }, {.name = "fd-cache-inotify"});
     int signo = wait_for_stop_signal();
     spdlog::info("{}: shutting down (grace {} ms, {} connection(s) open)",
-                 signo == SIGTERM ? "SIGTERM" : "SIGINT", config_.shutdown_grace.count(),
+                 signo == SIGTERM ? "SIGTERM" : "SIGINT", config_.timeouts_shutdown_grace.count(),
                  ctx.open_connections.load());
     stop.cancel();
     sweeper_stop.release();

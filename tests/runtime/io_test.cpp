@@ -52,8 +52,17 @@ int count_threads() {
   return n - 2;
 }
 
+// Skips the calling test where io_uring cannot be set up (a container's seccomp profile).
+#define SKIP_WITHOUT_IO_URING()                                                          \
+  do {                                                                                   \
+    if (!io_uring_usable()) GTEST_SKIP() << "io_uring cannot be set up on this machine"; \
+  } while (0)
+
 class IoTest : public ::testing::TestWithParam<IoBackendKind> {
  protected:
+  void SetUp() override {
+    if (GetParam() == IoBackendKind::io_uring) SKIP_WITHOUT_IO_URING();
+  }
   RuntimeOptions opts(unsigned processors = 2, IoOptions io = {}) {
     io.backend = GetParam();
     RuntimeOptions o;
@@ -662,6 +671,7 @@ int max_threads_during_blocked_splices(IoOptions io, int fibers) {
 
 // io_uring hands splice to kernel worker threads; IOWQ_MAX_WORKERS must bound them.
 TEST(IoUring, KernelWorkersStayBounded) {
+  SKIP_WITHOUT_IO_URING();
   int base = count_threads();
   IoOptions io;
   io.iowq_bounded = 2;
@@ -687,6 +697,7 @@ namespace {
 
 // Processors woken through IORING_OP_MSG_RING instead of the eventfd lose no wake-up.
 TEST(IoUring, MsgRingWakeUpsAreNotLost) {
+  SKIP_WITHOUT_IO_URING();
   IoOptions io;
   io.backend = IoBackendKind::io_uring;
   io.wake = WakeMethod::msg_ring;

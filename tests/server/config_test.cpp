@@ -35,7 +35,7 @@ TEST(Config, ShippedConfigLoadsAndChecks) {
   EXPECT_EQ(c.listen[0].to_string(), "127.0.0.1:8080");
   EXPECT_EQ(c.root, (source_dir() / "conf/../www-fixtures/site").lexically_normal());
   EXPECT_EQ(c.max_header_bytes, 8192u);
-  EXPECT_EQ(c.header_timeout, Millis{10'000});
+  EXPECT_EQ(c.timeouts_header, Millis{10'000});
   EXPECT_EQ(c.stack_size, 64u * 1024);
 }
 
@@ -72,14 +72,14 @@ TEST(Config, ShippedConfigStatesTheBuiltInDefaults) {
   EXPECT_EQ(file.max_body_bytes, empty.max_body_bytes);
   EXPECT_EQ(file.max_connections, empty.max_connections);
   EXPECT_EQ(file.max_requests_per_connection, empty.max_requests_per_connection);
-  EXPECT_EQ(file.header_timeout, empty.header_timeout);
-  EXPECT_EQ(file.keepalive_timeout, empty.keepalive_timeout);
-  EXPECT_EQ(file.send_timeout, empty.send_timeout);
-  EXPECT_EQ(file.shutdown_grace, empty.shutdown_grace);
+  EXPECT_EQ(file.timeouts_header, empty.timeouts_header);
+  EXPECT_EQ(file.timeouts_keepalive, empty.timeouts_keepalive);
+  EXPECT_EQ(file.timeouts_send, empty.timeouts_send);
+  EXPECT_EQ(file.timeouts_shutdown_grace, empty.timeouts_shutdown_grace);
   EXPECT_EQ(file.fd_cache, empty.fd_cache);
-  EXPECT_EQ(file.fd_cache_entries, empty.fd_cache_entries);
-  EXPECT_EQ(file.fd_cache_bytes, empty.fd_cache_bytes);
-  EXPECT_EQ(file.fd_cache_file_bytes, empty.fd_cache_file_bytes);
+  EXPECT_EQ(file.fd_cache_max_entries, empty.fd_cache_max_entries);
+  EXPECT_EQ(file.fd_cache_max_bytes, empty.fd_cache_max_bytes);
+  EXPECT_EQ(file.fd_cache_max_file_bytes, empty.fd_cache_max_file_bytes);
   EXPECT_EQ(file.fd_cache_valid, empty.fd_cache_valid);
   EXPECT_EQ(file.fd_cache_errors_valid, empty.fd_cache_errors_valid);
   EXPECT_EQ(file.fd_cache_inactive, empty.fd_cache_inactive);
@@ -126,9 +126,9 @@ access_log = "logs/access.log"
   EXPECT_EQ(c.backend, IoBackend::epoll);
   EXPECT_EQ(c.body, BodyPath::splice);
   EXPECT_EQ(c.max_header_bytes, 16384u);
-  EXPECT_EQ(c.header_timeout, Millis{250});
-  EXPECT_EQ(c.keepalive_timeout, Millis{5000});
-  EXPECT_EQ(c.send_timeout, Millis{120'000});
+  EXPECT_EQ(c.timeouts_header, Millis{250});
+  EXPECT_EQ(c.timeouts_keepalive, Millis{5000});
+  EXPECT_EQ(c.timeouts_send, Millis{120'000});
   EXPECT_EQ(c.log_level, "debug");
   EXPECT_EQ(c.access_log, "/etc/weft/logs/access.log");
 }

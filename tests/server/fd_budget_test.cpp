@@ -11,7 +11,7 @@ namespace {
 Config config_with(unsigned connections, unsigned cache, BodyPath body = BodyPath::sendfile) {
   Config c;
   c.max_connections = connections;
-  c.fd_cache_entries = cache;
+  c.fd_cache_max_entries = cache;
   c.body = body;
   return c;
 }

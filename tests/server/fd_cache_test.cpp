@@ -51,7 +51,7 @@ class FdCacheTest : public ::testing::Test {
     config_.root = root_;
     config_.fd_cache_valid = Millis{50};
     config_.fd_cache_errors_valid = Millis{50};
-    config_.fd_cache_file_bytes = 16;  // small: bigger files are served from the descriptor
+    config_.fd_cache_max_file_bytes = 16;  // small: bigger files are served from the descriptor
   }
   void TearDown() override { fs::remove_all(root_); }
 
@@ -260,8 +260,8 @@ TEST_F(FdCacheTest, MissesExpireAfterErrorsValid) {
 }
 
 TEST_F(FdCacheTest, ByteBudgetBoundsCachedContents) {
-  config_.fd_cache_file_bytes = 1000;
-  config_.fd_cache_bytes = 2500;
+  config_.fd_cache_max_file_bytes = 1000;
+  config_.fd_cache_max_bytes = 2500;
   for (int i = 0; i < 5; ++i) write_file(root_ / ("f" + std::to_string(i)), std::string(1000, 'a'));
   with_cache([&](FdCache& c) {
     int in_memory = 0;
