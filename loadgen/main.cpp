@@ -135,6 +135,98 @@ bool file_is_empty(const std::string& path) {
   return !f || f.tellg() <= 0;
 }
 
+// Sends the runtime's spdlog messages to stderr: stdout carries the report.
+void log_to_stderr() {
+  auto logger = spdlog::stderr_logger_mt("weft-load");
+  logger->set_pattern("weft-load: %v");
+  logger->set_level(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+}
+
+// What the runs produce for --json and --csv, written once every run is done.
+struct Outputs {
+  std::string json;
+  std::string csv;
+};
+
+// Returns the rate of each run: each --sweep rate, or one nullopt (the --rate or --period run).
+std::vector<std::optional<double>> run_rates(const Options& o) {
+  std::vector<std::optional<double>> rates;
+  if (!o.sweep_rates.empty()) {
+    for (double r : o.sweep_rates) rates.emplace_back(r);
+  } else {
+    rates.emplace_back(std::nullopt);
+  }
+  return rates;
+}
+
+// Runs the engine once, under a progress line when asked; nullopt when the run failed.
+std::optional<weft::load::RunResult> run_once(weft::load::Engine& engine,
+                                              const weft::load::Period& period,
+                                              bool show_progress) {
+  try {
+    // The progress line must be gone before an error is printed, hence its scope.
+    std::optional<ProgressLine> progress;
+    if (show_progress) progress.emplace(engine);
+    return engine.run(period);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "weft-load: {}\n", e.what());
+    return std::nullopt;
+  }
+}
+
+// Prints run `i`'s text report and adds its JSON object and CSV row to `out`.
+void report_run(const Options& o, std::size_t i, std::optional<double> rate,
+                const weft::load::Period& period, const weft::load::RunResult& result,
+                Outputs& out) {
+  if (!result.first_other.empty()) {
+    fmt::print(stderr, "weft-load: the first error counted as 'other': {}\n", result.first_other);
+  }
+  weft::load::ReportContext context;
+  context.command_line = weft::load::httperf_command_line(o, rate);
+  context.sessions = o.workload.kind == weft::load::WorkloadSpec::Kind::kSessionLog;
+  context.warmup_s = o.warmup_s;
+  context.offered_rate = period.rate();
+  if (!o.quiet) {
+    if (i > 0) fmt::print("\n");
+    fmt::print("{}", weft::load::format_text_report(result.stats, context));
+    std::fflush(stdout);
+  }
+  if (!o.json_file.empty()) {
+    std::string obj = weft::load::format_json_report(result.stats, context);
+    if (!o.sweep_rates.empty()) {
+      obj.pop_back();  // the newline; the array gets its own
+      out.json += (i > 0 ? ",\n" : "\n") + obj;
+    } else {
+      out.json += obj;
+    }
+  }
+  if (!o.csv_file.empty()) out.csv += weft::load::format_csv_row(result.stats, context);
+}
+
+// Runs the engine at each rate, reports every run, then writes the files; returns the status.
+int run_all(const Options& o, weft::load::Engine& engine) {
+  const bool sweep = !o.sweep_rates.empty();
+  const std::vector<std::optional<double>> rates = run_rates(o);
+  const bool show_progress = !o.quiet && isatty(STDERR_FILENO) == 1;
+  Outputs out;
+  out.json = sweep ? "[" : "";
+  if (!o.csv_file.empty() && file_is_empty(o.csv_file)) out.csv = weft::load::csv_header();
+
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    const weft::load::Period period =
+        rates[i] ? weft::load::Period::from_rate(*rates[i]) : o.period;
+    const auto result = run_once(engine, period, show_progress);
+    if (!result) return 1;
+    report_run(o, i, rates[i], period, *result, out);
+  }
+  if (sweep) out.json += "\n]\n";
+  bool ok = true;
+  if (!o.json_file.empty()) ok = write_file(o.json_file, out.json, false) && ok;
+  if (!o.csv_file.empty()) ok = write_file(o.csv_file, out.csv, true) && ok;
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,11 +237,7 @@ int main(int argc, char** argv) {
   }
   for (const auto& w : parsed.warnings) fmt::print(stderr, "weft-load: warning: {}\n", w);
   const Options& o = *parsed.options;
-  // The runtime logs through spdlog; stdout carries the report, so its messages go to stderr.
-  auto logger = spdlog::stderr_logger_mt("weft-load");
-  logger->set_pattern("weft-load: %v");
-  logger->set_level(spdlog::level::warn);
-  spdlog::set_default_logger(logger);
+  log_to_stderr();
 
   std::unique_ptr<weft::load::UriSource> source;
   try {
@@ -175,58 +263,5 @@ int main(int argc, char** argv) {
     return 1;
   }
   weft::load::Engine engine(o, *source, std::move(*target));
-  const bool sweep = !o.sweep_rates.empty();
-  std::vector<std::optional<double>> rates;
-  if (sweep) {
-    for (double r : o.sweep_rates) rates.emplace_back(r);
-  } else {
-    rates.emplace_back(std::nullopt);
-  }
-  const bool show_progress = !o.quiet && isatty(STDERR_FILENO) == 1;
-  const bool sessions = o.workload.kind == weft::load::WorkloadSpec::Kind::kSessionLog;
-  std::string json = sweep ? "[" : "";
-  std::string csv;
-  if (!o.csv_file.empty() && file_is_empty(o.csv_file)) csv = weft::load::csv_header();
-
-  for (std::size_t i = 0; i < rates.size(); ++i) {
-    const weft::load::Period period =
-        rates[i] ? weft::load::Period::from_rate(*rates[i]) : o.period;
-    weft::load::RunResult result;
-    try {
-      std::optional<ProgressLine> progress;
-      if (show_progress) progress.emplace(engine);
-      result = engine.run(period);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "weft-load: {}\n", e.what());
-      return 1;
-    }
-    if (!result.first_other.empty()) {
-      fmt::print(stderr, "weft-load: the first error counted as 'other': {}\n", result.first_other);
-    }
-    weft::load::ReportContext context;
-    context.command_line = weft::load::httperf_command_line(o, rates[i]);
-    context.sessions = sessions;
-    context.warmup_s = o.warmup_s;
-    context.offered_rate = period.rate();
-    if (!o.quiet) {
-      if (i > 0) fmt::print("\n");
-      fmt::print("{}", weft::load::format_text_report(result.stats, context));
-      std::fflush(stdout);
-    }
-    if (!o.json_file.empty()) {
-      std::string obj = weft::load::format_json_report(result.stats, context);
-      if (sweep) {
-        obj.pop_back();  // the newline; the array gets its own
-        json += (i > 0 ? ",\n" : "\n") + obj;
-      } else {
-        json += obj;
-      }
-    }
-    if (!o.csv_file.empty()) csv += weft::load::format_csv_row(result.stats, context);
-  }
-  if (sweep) json += "\n]\n";
-  bool ok = true;
-  if (!o.json_file.empty()) ok = write_file(o.json_file, json, false) && ok;
-  if (!o.csv_file.empty()) ok = write_file(o.csv_file, csv, true) && ok;
-  return ok ? 0 : 1;
+  return run_all(o, engine);
 }

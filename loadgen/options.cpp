@@ -69,26 +69,32 @@ struct Raw {
   std::optional<std::string> backend;
 };
 
-// Checks the combination and fills `o`; returns an error message, or nullopt when all is well.
-std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::string>& warnings) {
+// Parses the count option `name` from `text` into `into`; returns an error, or nullopt.
+std::optional<std::string> count_option(const char* name, const std::optional<std::string>& text,
+                                        std::uint64_t& into) {
+  if (!text) return std::nullopt;
+  const auto v = parse_count(*text);
+  if (!v) return fmt::format("{} {}: not a whole number >= 0", name, *text);
+  into = *v;
+  return std::nullopt;
+}
+
+// Checks --method and parses the 64-bit counts that CLI11 left as text.
+std::optional<std::string> finish_counts(const Raw& raw, Options& o) {
   WorkloadSpec& w = o.workload;
   if (!is_token(w.method)) return fmt::format("--method {}: not an HTTP method token", w.method);
-  auto count = [](const char* name, const std::optional<std::string>& text,
-                  std::uint64_t& into) -> std::optional<std::string> {
-    if (!text) return std::nullopt;
-    const auto v = parse_count(*text);
-    if (!v) return fmt::format("{} {}: not a whole number >= 0", name, *text);
-    into = *v;
-    return std::nullopt;
-  };
-  if (auto e = count("--seed", raw.seed, w.seed)) return e;
-  if (auto e = count("--max-conns", raw.max_conns, o.max_conns)) return e;
+  if (auto e = count_option("--seed", raw.seed, w.seed)) return e;
+  if (auto e = count_option("--max-conns", raw.max_conns, o.max_conns)) return e;
   if (raw.num_conns) {
     std::uint64_t n = 0;
-    if (auto e = count("--num-conns", raw.num_conns, n)) return e;
+    if (auto e = count_option("--num-conns", raw.num_conns, n)) return e;
     o.num_conns = n;
   }
+  return std::nullopt;
+}
 
+// Checks that at most one workload was chosen, and parses --num-calls against it.
+std::optional<std::string> finish_workload_choice(const Raw& raw, WorkloadSpec& w) {
   const int workloads = (raw.uri ? 1 : 0) + (raw.wlog ? 1 : 0) + (raw.wsesslog ? 1 : 0) +
                         ((raw.zipf || raw.files) ? 1 : 0);
   if (workloads > 1) {
@@ -109,6 +115,36 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
           "order and --wsesslog sets its own sessions"};
     }
   }
+  return std::nullopt;
+}
+
+// Parses --wsesslog N,X,FILE into `o`, warning about the options it overrides.
+std::optional<std::string> finish_sesslog(const Raw& raw, Options& o,
+                                          std::vector<std::string>& warnings) {
+  WorkloadSpec& w = o.workload;
+  const std::string& v = *raw.wsesslog;
+  const std::size_t c1 = v.find(',');
+  const std::size_t c2 = c1 == std::string::npos ? c1 : v.find(',', c1 + 1);
+  if (c2 == std::string::npos || c2 + 1 >= v.size()) {
+    return fmt::format("--wsesslog {}: expected N,X,FILE (sessions, think time, file)", v);
+  }
+  const auto n = parse_count(std::string_view{v}.substr(0, c1));
+  const auto x = parse_double(std::string_view{v}.substr(c1 + 1, c2 - c1 - 1));
+  if (!n || *n == 0) return fmt::format("--wsesslog {}: N must be a count >= 1", v);
+  if (!x || *x < 0.0) return fmt::format("--wsesslog {}: X must be seconds >= 0", v);
+  w.kind = WorkloadSpec::Kind::kSessionLog;
+  w.sesslog_sessions = *n;
+  w.sesslog_think_s = *x;
+  w.sesslog_file = v.substr(c2 + 1);
+  if (o.num_conns) warnings.emplace_back("--num-conns is ignored with --wsesslog (N sets it)");
+  if (raw.num_calls) warnings.emplace_back("--num-calls is ignored with --wsesslog");
+  return std::nullopt;
+}
+
+// Checks the chosen workload's own option and fills the workload from it.
+std::optional<std::string> finish_workload(const Raw& raw, Options& o,
+                                           std::vector<std::string>& warnings) {
+  WorkloadSpec& w = o.workload;
   if (raw.uri) {
     if (!is_request_target(*raw.uri)) {
       return fmt::format("--uri '{}': empty, or holds whitespace or control characters", *raw.uri);
@@ -132,24 +168,13 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
     w.wlog_loop = v[0] == 'y';
     w.wlog_file = v.substr(2);
   } else if (raw.wsesslog) {
-    const std::string& v = *raw.wsesslog;
-    const std::size_t c1 = v.find(',');
-    const std::size_t c2 = c1 == std::string::npos ? c1 : v.find(',', c1 + 1);
-    if (c2 == std::string::npos || c2 + 1 >= v.size()) {
-      return fmt::format("--wsesslog {}: expected N,X,FILE (sessions, think time, file)", v);
-    }
-    const auto n = parse_count(std::string_view{v}.substr(0, c1));
-    const auto x = parse_double(std::string_view{v}.substr(c1 + 1, c2 - c1 - 1));
-    if (!n || *n == 0) return fmt::format("--wsesslog {}: N must be a count >= 1", v);
-    if (!x || *x < 0.0) return fmt::format("--wsesslog {}: X must be seconds >= 0", v);
-    w.kind = WorkloadSpec::Kind::kSessionLog;
-    w.sesslog_sessions = *n;
-    w.sesslog_think_s = *x;
-    w.sesslog_file = v.substr(c2 + 1);
-    if (o.num_conns) warnings.emplace_back("--num-conns is ignored with --wsesslog (N sets it)");
-    if (raw.num_calls) warnings.emplace_back("--num-calls is ignored with --wsesslog");
+    return finish_sesslog(raw, o, warnings);
   }
+  return std::nullopt;
+}
 
+// Checks --rate, --period and --sweep and fills the schedule from them.
+std::optional<std::string> finish_schedule(const Raw& raw, Options& o) {
   if (raw.rate && raw.period) {
     return std::string{"give --rate or --period, not both (--rate R is --period d1/R)"};
   }
@@ -172,11 +197,15 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
     auto rates = parse_sweep(*raw.sweep, error);
     if (!rates) return error;
     o.sweep_rates = std::move(*rates);
-    if (!o.duration_s && !o.num_conns && w.kind != WorkloadSpec::Kind::kSessionLog) {
+    if (!o.duration_s && !o.num_conns && o.workload.kind != WorkloadSpec::Kind::kSessionLog) {
       return std::string{"--sweep needs --duration or --num-conns to size each run"};
     }
   }
+  return std::nullopt;
+}
 
+// Checks the run's limits (sessions, duration, timeout, warmup) and fills --warmup.
+std::optional<std::string> finish_limits(const Raw& raw, Options& o) {
   if (o.num_conns && *o.num_conns == 0) return std::string{"--num-conns must be at least 1"};
   if (o.duration_s && (!std::isfinite(*o.duration_s) || *o.duration_s <= 0.0)) {
     return fmt::format("--duration {}: must be a number of seconds > 0", *o.duration_s);
@@ -193,6 +222,11 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
   if (o.warmup_s > 0.0 && o.duration_s && o.warmup_s >= *o.duration_s) {
     return fmt::format("--warmup {} must be shorter than --duration {}", o.warmup_s, *o.duration_s);
   }
+  return std::nullopt;
+}
+
+// Checks --backend, --threads, --server and --port, and fills the backend.
+std::optional<std::string> finish_engine(const Raw& raw, Options& o) {
   if (raw.backend) {
     if (*raw.backend == "auto") {
       o.backend = Backend::automatic;
@@ -215,6 +249,17 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
   if (o.server.empty()) return std::string{"--server: empty host name"};
   if (o.port == 0) return std::string{"--port must be between 1 and 65535"};
   return std::nullopt;
+}
+
+// Checks the combination and fills `o`; returns an error message, or nullopt when all is well.
+// The steps run in this order so the first error reported stays the same one.
+std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::string>& warnings) {
+  if (auto e = finish_counts(raw, o)) return e;
+  if (auto e = finish_workload_choice(raw, o.workload)) return e;
+  if (auto e = finish_workload(raw, o, warnings)) return e;
+  if (auto e = finish_schedule(raw, o)) return e;
+  if (auto e = finish_limits(raw, o)) return e;
+  return finish_engine(raw, o);
 }
 
 }  // namespace

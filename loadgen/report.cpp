@@ -230,6 +230,248 @@ void json_latency(JsonWriter& j, const Percentiles& p) {
   j.close_object();
 }
 
+// Writes the "connections" member: counts, rates and connection times.
+void json_connections(JsonWriter& j, const Stats& s, const Figures& f) {
+  j.key("connections").open_object();
+  j.key("total").value(s.connections);
+  j.key("established").value(s.connects);
+  j.key("with_replies").value(s.connection_time.count());
+  j.key("rate_per_s").value(f.conn_rate);
+  j.key("period_ms").value(f.conn_period_ms);
+  j.key("max_concurrent").value(s.max_open_connections);
+  j.key("time_ms").open_object();
+  j.key("min").value(f.conn_min_ms);
+  j.key("avg").value(f.conn_avg_ms);
+  j.key("max").value(f.conn_max_ms);
+  j.key("median").value(f.conn_median_ms);
+  j.key("stddev").value(f.conn_stddev_ms);
+  j.close_object();
+  j.key("connect_ms").value(f.connect_ms);
+  j.key("length_replies_per_conn").value(f.conn_length);
+  j.close_object();
+}
+
+// Writes the "requests" member: count, rate and size of the requests sent.
+void json_requests(JsonWriter& j, const Stats& s, const Figures& f) {
+  j.key("requests").open_object();
+  j.key("total").value(s.requests);
+  j.key("rate_per_s").value(f.req_rate);
+  j.key("period_ms").value(f.req_period_ms);
+  j.key("size_avg_bytes").value(f.req_size);
+  j.key("bytes").value(s.request_bytes);
+  j.close_object();
+}
+
+// Writes the "replies" member: rate, times, sizes and status classes.
+void json_replies(JsonWriter& j, const Stats& s, const Figures& f) {
+  j.key("replies").open_object();
+  j.key("total").value(f.replies);
+  j.key("rate_per_s");
+  json_rate(j, f.reply_rate);
+  j.key("response_ms").value(f.response_ms);
+  j.key("transfer_ms").value(f.transfer_ms);
+  j.key("size_avg_bytes").open_object();
+  j.key("header").value(f.header_size);
+  j.key("content").value(f.content_size);
+  j.key("footer").value(f.footer_size);
+  j.key("total").value(f.header_size + f.content_size + f.footer_size);
+  j.close_object();
+  j.key("bytes").open_object();
+  j.key("header").value(s.reply_header_bytes);
+  j.key("content").value(s.reply_body_bytes);
+  j.key("footer").value(s.reply_footer_bytes);
+  j.close_object();
+  j.key("status").open_object();
+  for (std::size_t k = 1; k <= 5; ++k) j.key(fmt::format("{}xx", k)).value(s.replies_by_class[k]);
+  j.key("other").value(s.replies_by_class[0]);
+  j.close_object();
+  j.close_object();
+}
+
+// Writes the "cpu" member: weft-load's own processor time in the measured window.
+void json_cpu(JsonWriter& j, const Stats& s, const Figures& f) {
+  j.key("cpu").open_object();
+  j.key("user_s").value(s.cpu.user_s);
+  j.key("system_s").value(s.cpu.system_s);
+  j.key("user_pct").value(f.cpu_user_pct);
+  j.key("system_pct").value(f.cpu_system_pct);
+  j.key("total_pct").value(f.cpu_total_pct);
+  j.close_object();
+}
+
+// Writes the "net_io" member: bytes on the wire, in total and per second.
+void json_net_io(JsonWriter& j, const Stats& s, const Figures& f) {
+  j.key("net_io").open_object();
+  j.key("kb_per_s").value(f.net_kb_per_s);
+  j.key("mbit_per_s").value(f.net_mbps);
+  j.key("bytes_sent").value(s.bytes_sent);
+  j.key("bytes_received").value(s.bytes_received);
+  j.close_object();
+}
+
+// Writes the "errors" member: httperf's total, then every error class.
+void json_errors(JsonWriter& j, const Stats& s) {
+  j.key("errors").open_object();
+  j.key("total").value(s.errors.httperf_total());
+  j.key("all_classes_total").value(s.errors.total());
+  for (std::size_t k = 0; k < kErrorClassCount; ++k) {
+    j.key(error_class_name(static_cast<ErrorClass>(k))).value(s.errors.count[k]);
+  }
+  j.close_object();
+}
+
+// Writes the "latency_ms" member: latency from schedule and from send.
+void json_latencies(JsonWriter& j, const Figures& f) {
+  j.key("latency_ms").open_object();
+  j.key("from_schedule");
+  json_latency(j, f.from_schedule);
+  j.key("from_send");
+  json_latency(j, f.from_send);
+  j.close_object();
+}
+
+// Writes the "schedule_lag_ms" member: how late sessions started.
+void json_schedule_lag(JsonWriter& j, const Stats& s, const Figures& f) {
+  j.key("schedule_lag_ms").open_object();
+  j.key("max").value(f.lag_max_ms);
+  j.key("mean").value(f.lag_mean_ms);
+  j.key("sessions").value(s.schedule_lag_ns.count);
+  j.key("late_sessions").value(s.sessions_late);
+  j.key("late_threshold_ms").value(ms(kLateSessionNs));
+  j.key("behind_schedule").value(s.sessions_late > 0);
+  j.close_object();
+}
+
+// Writes the "sessions" member: session counts, rate and lengths.
+void json_sessions(JsonWriter& j, const Stats& s, const Figures& f) {
+  j.key("sessions").open_object();
+  j.key("started").value(s.sessions_started);
+  j.key("completed").value(s.sessions_completed);
+  j.key("failed").value(s.sessions_failed);
+  j.key("rate_per_s");
+  json_rate(j, f.session_rate);
+  j.key("connections_per_session").value(f.conns_per_session);
+  j.key("lifetime_s").value(f.session_lifetime_s);
+  j.key("failtime_s").value(f.session_failtime_s);
+  j.key("length_histogram").open_array();
+  for (auto n : s.session_length) j.value(n);
+  j.close_array();
+  j.close_object();
+}
+
+// Writes the "timeline" member: one object per second of the run.
+void json_timeline(JsonWriter& j, const Stats& s) {
+  j.key("timeline").open_array();
+  for (std::size_t t = 0; t < s.timeline.size(); ++t) {
+    const TimelineSecond& sec = s.timeline[t];
+    j.open_object();
+    j.key("t").value(std::uint64_t{t});
+    j.key("sessions").value(sec.sessions);
+    j.key("sessions_done").value(sec.sessions_done);
+    j.key("connections").value(sec.connections);
+    j.key("requests").value(sec.requests);
+    j.key("replies").value(sec.replies);
+    j.key("errors").value(sec.errors);
+    j.key("bytes_received").value(sec.bytes_received);
+    j.key("latency_from_send_mean_ms")
+        .value(
+            ms(ratio(static_cast<double>(sec.latency_sum_ns), static_cast<double>(sec.replies))));
+    j.close_object();
+  }
+  j.close_array();
+}
+
+// ---- text ----
+
+// Appends httperf's connection and request figures, which follow the command line.
+void append_text_connections(std::string& out, const Stats& s, const Figures& f) {
+  out += fmt::format("Maximum connect burst length: {}\n", s.max_connect_burst);
+  out += '\n';
+  out += fmt::format("Total: connections {} requests {} replies {} test-duration {:.3f} s\n",
+                     s.connections, s.requests, f.replies, f.delta);
+  out += '\n';
+  out += fmt::format(
+      "Connection rate: {:.1f} conn/s ({:.1f} ms/conn, <={} concurrent "
+      "connections)\n",
+      f.conn_rate, f.conn_period_ms, s.max_open_connections);
+  out += fmt::format(
+      "Connection time [ms]: min {:.1f} avg {:.1f} max {:.1f} median {:.1f} "
+      "stddev {:.1f}\n",
+      f.conn_min_ms, f.conn_avg_ms, f.conn_max_ms, f.conn_median_ms, f.conn_stddev_ms);
+  out += fmt::format("Connection time [ms]: connect {:.1f}\n", f.connect_ms);
+  out += fmt::format("Connection length [replies/conn]: {:.3f}\n", f.conn_length);
+  out += '\n';
+  out += fmt::format("Request rate: {:.1f} req/s ({:.1f} ms/req)\n", f.req_rate, f.req_period_ms);
+  out += fmt::format("Request size [B]: {:.1f}\n", f.req_size);
+}
+
+// Appends httperf's reply, CPU, network and error figures.
+void append_text_replies(std::string& out, const Stats& s, const Figures& f) {
+  out += fmt::format(
+      "Reply rate [replies/s]: min {:.1f} avg {:.1f} max {:.1f} stddev {:.1f} "
+      "({} samples)\n",
+      f.reply_rate.min, f.reply_rate.avg, f.reply_rate.max, f.reply_rate.stddev,
+      f.reply_rate.count);
+  out += fmt::format("Reply time [ms]: response {:.1f} transfer {:.1f}\n", f.response_ms,
+                     f.transfer_ms);
+  out += fmt::format("Reply size [B]: header {:.1f} content {:.1f} footer {:.1f} (total {:.1f})\n",
+                     f.header_size, f.content_size, f.footer_size,
+                     f.header_size + f.content_size + f.footer_size);
+  out += fmt::format("Reply status: 1xx={} 2xx={} 3xx={} 4xx={} 5xx={}\n", s.replies_by_class[1],
+                     s.replies_by_class[2], s.replies_by_class[3], s.replies_by_class[4],
+                     s.replies_by_class[5]);
+  out += '\n';
+  out += fmt::format(
+      "CPU time [s]: user {:.2f} system {:.2f} (user {:.1f}% system {:.1f}% total "
+      "{:.1f}%)\n",
+      s.cpu.user_s, s.cpu.system_s, f.cpu_user_pct, f.cpu_system_pct, f.cpu_total_pct);
+  out += fmt::format("Net I/O: {:.1f} KB/s ({:.1f}*10^6 bps)\n", f.net_kb_per_s, f.net_mbps);
+  out += '\n';
+  out += fmt::format("Errors: total {} client-timo {} socket-timo {} connrefused {} connreset {}\n",
+                     s.errors.httperf_total(), err(s, ErrorClass::kClientTimo),
+                     err(s, ErrorClass::kSocketTimo), err(s, ErrorClass::kConnRefused),
+                     err(s, ErrorClass::kConnReset));
+  out += fmt::format("Errors: fd-unavail {} addrunavail {} ftab-full {} other {}\n",
+                     err(s, ErrorClass::kFdUnavail), err(s, ErrorClass::kAddrUnavail),
+                     err(s, ErrorClass::kFtabFull), err(s, ErrorClass::kOther));
+}
+
+// Appends httperf's session figures, which only --wsesslog runs print.
+void append_text_sessions(std::string& out, const Stats& s, const Figures& f) {
+  out += fmt::format(
+      "Session rate [sess/s]: min {:.2f} avg {:.2f} max {:.2f} stddev {:.2f} "
+      "({}/{})\n",
+      f.session_rate.min, f.session_rate.avg, f.session_rate.max, f.session_rate.stddev,
+      s.sessions_completed, s.sessions_started);
+  out += fmt::format("Session: avg {:.2f} connections/session\n", f.conns_per_session);
+  out += fmt::format("Session lifetime [s]: {:.1f}\n", f.session_lifetime_s);
+  out += fmt::format("Session failtime [s]: {:.1f}\n", f.session_failtime_s);
+  out += "Session length histogram:";
+  for (auto n : s.session_length) out += fmt::format(" {}", n);
+  out += '\n';
+}
+
+// Appends weft-load's own figures (latency, schedule lag, warmup), after httperf's.
+void append_text_latency(std::string& out, const Stats& s, const Figures& f,
+                         const ReportContext& c) {
+  append_latency_line(out, "Latency from schedule", f.from_schedule);
+  append_latency_line(out, "Latency from send", f.from_send);
+  out += fmt::format("HTTP errors: http-4xx {} http-5xx {} bad-length {}\n",
+                     err(s, ErrorClass::kHttp4xx), err(s, ErrorClass::kHttp5xx),
+                     err(s, ErrorClass::kBadLength));
+  out += fmt::format("Schedule lag [ms]: max {:.3f} mean {:.3f} ({} sessions)\n", f.lag_max_ms,
+                     f.lag_mean_ms, s.schedule_lag_ns.count);
+  if (s.sessions_late > 0) {
+    out += fmt::format(
+        "Behind schedule: {} of {} sessions started more than {:.3f} ms late (max {:.3f} ms); "
+        "latency from schedule includes the lag\n",
+        s.sessions_late, s.schedule_lag_ns.count, ms(kLateSessionNs), f.lag_max_ms);
+  }
+  if (c.warmup_s > 0.0) {
+    out += fmt::format("Warmup [s]: {:.3f} (excluded from every figure above)\n", c.warmup_s);
+  }
+}
+
 // ---- CSV ----
 
 using Column = std::pair<std::string, std::string>;
@@ -287,85 +529,15 @@ std::string format_text_report(const Stats& s, const ReportContext& c) {
   const Figures f = figures_of(s);
   std::string out;
   if (!c.command_line.empty()) out += c.command_line + '\n';
-  out += fmt::format("Maximum connect burst length: {}\n", s.max_connect_burst);
+  append_text_connections(out, s, f);
   out += '\n';
-  out += fmt::format("Total: connections {} requests {} replies {} test-duration {:.3f} s\n",
-                     s.connections, s.requests, f.replies, f.delta);
-  out += '\n';
-  out += fmt::format(
-      "Connection rate: {:.1f} conn/s ({:.1f} ms/conn, <={} concurrent "
-      "connections)\n",
-      f.conn_rate, f.conn_period_ms, s.max_open_connections);
-  out += fmt::format(
-      "Connection time [ms]: min {:.1f} avg {:.1f} max {:.1f} median {:.1f} "
-      "stddev {:.1f}\n",
-      f.conn_min_ms, f.conn_avg_ms, f.conn_max_ms, f.conn_median_ms, f.conn_stddev_ms);
-  out += fmt::format("Connection time [ms]: connect {:.1f}\n", f.connect_ms);
-  out += fmt::format("Connection length [replies/conn]: {:.3f}\n", f.conn_length);
-  out += '\n';
-  out += fmt::format("Request rate: {:.1f} req/s ({:.1f} ms/req)\n", f.req_rate, f.req_period_ms);
-  out += fmt::format("Request size [B]: {:.1f}\n", f.req_size);
-  out += '\n';
-  out += fmt::format(
-      "Reply rate [replies/s]: min {:.1f} avg {:.1f} max {:.1f} stddev {:.1f} "
-      "({} samples)\n",
-      f.reply_rate.min, f.reply_rate.avg, f.reply_rate.max, f.reply_rate.stddev,
-      f.reply_rate.count);
-  out += fmt::format("Reply time [ms]: response {:.1f} transfer {:.1f}\n", f.response_ms,
-                     f.transfer_ms);
-  out += fmt::format("Reply size [B]: header {:.1f} content {:.1f} footer {:.1f} (total {:.1f})\n",
-                     f.header_size, f.content_size, f.footer_size,
-                     f.header_size + f.content_size + f.footer_size);
-  out += fmt::format("Reply status: 1xx={} 2xx={} 3xx={} 4xx={} 5xx={}\n", s.replies_by_class[1],
-                     s.replies_by_class[2], s.replies_by_class[3], s.replies_by_class[4],
-                     s.replies_by_class[5]);
-  out += '\n';
-  out += fmt::format(
-      "CPU time [s]: user {:.2f} system {:.2f} (user {:.1f}% system {:.1f}% total "
-      "{:.1f}%)\n",
-      s.cpu.user_s, s.cpu.system_s, f.cpu_user_pct, f.cpu_system_pct, f.cpu_total_pct);
-  out += fmt::format("Net I/O: {:.1f} KB/s ({:.1f}*10^6 bps)\n", f.net_kb_per_s, f.net_mbps);
-  out += '\n';
-  out += fmt::format("Errors: total {} client-timo {} socket-timo {} connrefused {} connreset {}\n",
-                     s.errors.httperf_total(), err(s, ErrorClass::kClientTimo),
-                     err(s, ErrorClass::kSocketTimo), err(s, ErrorClass::kConnRefused),
-                     err(s, ErrorClass::kConnReset));
-  out += fmt::format("Errors: fd-unavail {} addrunavail {} ftab-full {} other {}\n",
-                     err(s, ErrorClass::kFdUnavail), err(s, ErrorClass::kAddrUnavail),
-                     err(s, ErrorClass::kFtabFull), err(s, ErrorClass::kOther));
-
+  append_text_replies(out, s, f);
   if (c.sessions) {
     out += '\n';
-    out += fmt::format(
-        "Session rate [sess/s]: min {:.2f} avg {:.2f} max {:.2f} stddev {:.2f} "
-        "({}/{})\n",
-        f.session_rate.min, f.session_rate.avg, f.session_rate.max, f.session_rate.stddev,
-        s.sessions_completed, s.sessions_started);
-    out += fmt::format("Session: avg {:.2f} connections/session\n", f.conns_per_session);
-    out += fmt::format("Session lifetime [s]: {:.1f}\n", f.session_lifetime_s);
-    out += fmt::format("Session failtime [s]: {:.1f}\n", f.session_failtime_s);
-    out += "Session length histogram:";
-    for (auto n : s.session_length) out += fmt::format(" {}", n);
-    out += '\n';
+    append_text_sessions(out, s, f);
   }
-
   out += '\n';
-  append_latency_line(out, "Latency from schedule", f.from_schedule);
-  append_latency_line(out, "Latency from send", f.from_send);
-  out += fmt::format("HTTP errors: http-4xx {} http-5xx {} bad-length {}\n",
-                     err(s, ErrorClass::kHttp4xx), err(s, ErrorClass::kHttp5xx),
-                     err(s, ErrorClass::kBadLength));
-  out += fmt::format("Schedule lag [ms]: max {:.3f} mean {:.3f} ({} sessions)\n", f.lag_max_ms,
-                     f.lag_mean_ms, s.schedule_lag_ns.count);
-  if (s.sessions_late > 0) {
-    out += fmt::format(
-        "Behind schedule: {} of {} sessions started more than {:.3f} ms late (max {:.3f} ms); "
-        "latency from schedule includes the lag\n",
-        s.sessions_late, s.schedule_lag_ns.count, ms(kLateSessionNs), f.lag_max_ms);
-  }
-  if (c.warmup_s > 0.0) {
-    out += fmt::format("Warmup [s]: {:.3f} (excluded from every figure above)\n", c.warmup_s);
-  }
+  append_text_latency(out, s, f, c);
   return out;
 }
 
@@ -380,127 +552,16 @@ std::string format_json_report(const Stats& s, const ReportContext& c) {
   j.key("warmup_s").value(c.warmup_s);
   j.key("test_duration_s").value(f.delta);
   j.key("max_connect_burst").value(s.max_connect_burst);
-
-  j.key("connections").open_object();
-  j.key("total").value(s.connections);
-  j.key("established").value(s.connects);
-  j.key("with_replies").value(s.connection_time.count());
-  j.key("rate_per_s").value(f.conn_rate);
-  j.key("period_ms").value(f.conn_period_ms);
-  j.key("max_concurrent").value(s.max_open_connections);
-  j.key("time_ms").open_object();
-  j.key("min").value(f.conn_min_ms);
-  j.key("avg").value(f.conn_avg_ms);
-  j.key("max").value(f.conn_max_ms);
-  j.key("median").value(f.conn_median_ms);
-  j.key("stddev").value(f.conn_stddev_ms);
-  j.close_object();
-  j.key("connect_ms").value(f.connect_ms);
-  j.key("length_replies_per_conn").value(f.conn_length);
-  j.close_object();
-
-  j.key("requests").open_object();
-  j.key("total").value(s.requests);
-  j.key("rate_per_s").value(f.req_rate);
-  j.key("period_ms").value(f.req_period_ms);
-  j.key("size_avg_bytes").value(f.req_size);
-  j.key("bytes").value(s.request_bytes);
-  j.close_object();
-
-  j.key("replies").open_object();
-  j.key("total").value(f.replies);
-  j.key("rate_per_s");
-  json_rate(j, f.reply_rate);
-  j.key("response_ms").value(f.response_ms);
-  j.key("transfer_ms").value(f.transfer_ms);
-  j.key("size_avg_bytes").open_object();
-  j.key("header").value(f.header_size);
-  j.key("content").value(f.content_size);
-  j.key("footer").value(f.footer_size);
-  j.key("total").value(f.header_size + f.content_size + f.footer_size);
-  j.close_object();
-  j.key("bytes").open_object();
-  j.key("header").value(s.reply_header_bytes);
-  j.key("content").value(s.reply_body_bytes);
-  j.key("footer").value(s.reply_footer_bytes);
-  j.close_object();
-  j.key("status").open_object();
-  for (std::size_t k = 1; k <= 5; ++k) j.key(fmt::format("{}xx", k)).value(s.replies_by_class[k]);
-  j.key("other").value(s.replies_by_class[0]);
-  j.close_object();
-  j.close_object();
-
-  j.key("cpu").open_object();
-  j.key("user_s").value(s.cpu.user_s);
-  j.key("system_s").value(s.cpu.system_s);
-  j.key("user_pct").value(f.cpu_user_pct);
-  j.key("system_pct").value(f.cpu_system_pct);
-  j.key("total_pct").value(f.cpu_total_pct);
-  j.close_object();
-
-  j.key("net_io").open_object();
-  j.key("kb_per_s").value(f.net_kb_per_s);
-  j.key("mbit_per_s").value(f.net_mbps);
-  j.key("bytes_sent").value(s.bytes_sent);
-  j.key("bytes_received").value(s.bytes_received);
-  j.close_object();
-
-  j.key("errors").open_object();
-  j.key("total").value(s.errors.httperf_total());
-  j.key("all_classes_total").value(s.errors.total());
-  for (std::size_t k = 0; k < kErrorClassCount; ++k) {
-    j.key(error_class_name(static_cast<ErrorClass>(k))).value(s.errors.count[k]);
-  }
-  j.close_object();
-
-  j.key("latency_ms").open_object();
-  j.key("from_schedule");
-  json_latency(j, f.from_schedule);
-  j.key("from_send");
-  json_latency(j, f.from_send);
-  j.close_object();
-
-  j.key("schedule_lag_ms").open_object();
-  j.key("max").value(f.lag_max_ms);
-  j.key("mean").value(f.lag_mean_ms);
-  j.key("sessions").value(s.schedule_lag_ns.count);
-  j.key("late_sessions").value(s.sessions_late);
-  j.key("late_threshold_ms").value(ms(kLateSessionNs));
-  j.key("behind_schedule").value(s.sessions_late > 0);
-  j.close_object();
-
-  j.key("sessions").open_object();
-  j.key("started").value(s.sessions_started);
-  j.key("completed").value(s.sessions_completed);
-  j.key("failed").value(s.sessions_failed);
-  j.key("rate_per_s");
-  json_rate(j, f.session_rate);
-  j.key("connections_per_session").value(f.conns_per_session);
-  j.key("lifetime_s").value(f.session_lifetime_s);
-  j.key("failtime_s").value(f.session_failtime_s);
-  j.key("length_histogram").open_array();
-  for (auto n : s.session_length) j.value(n);
-  j.close_array();
-  j.close_object();
-
-  j.key("timeline").open_array();
-  for (std::size_t t = 0; t < s.timeline.size(); ++t) {
-    const TimelineSecond& sec = s.timeline[t];
-    j.open_object();
-    j.key("t").value(std::uint64_t{t});
-    j.key("sessions").value(sec.sessions);
-    j.key("sessions_done").value(sec.sessions_done);
-    j.key("connections").value(sec.connections);
-    j.key("requests").value(sec.requests);
-    j.key("replies").value(sec.replies);
-    j.key("errors").value(sec.errors);
-    j.key("bytes_received").value(sec.bytes_received);
-    j.key("latency_from_send_mean_ms")
-        .value(
-            ms(ratio(static_cast<double>(sec.latency_sum_ns), static_cast<double>(sec.replies))));
-    j.close_object();
-  }
-  j.close_array();
+  json_connections(j, s, f);
+  json_requests(j, s, f);
+  json_replies(j, s, f);
+  json_cpu(j, s, f);
+  json_net_io(j, s, f);
+  json_errors(j, s);
+  json_latencies(j, f);
+  json_schedule_lag(j, s, f);
+  json_sessions(j, s, f);
+  json_timeline(j, s);
   j.close_object();
   return j.take() + '\n';
 }

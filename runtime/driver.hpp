@@ -12,6 +12,8 @@
 
 namespace weft::rt {
 
+class TimerHeap;
+
 class Driver {
  public:
   virtual ~Driver() = default;
@@ -19,9 +21,13 @@ class Driver {
   /// Returns a short name for logs ("basic", "io_uring", "epoll").
   virtual const char* name() const = 0;
 
-  /// Owner thread, once, before the first poll/park: sets up thread-bound state (an
+  /// Owner thread, once, before the first poll/park: hands the driver its processor's timer
+  /// heap (where it arms the deadlines of operations) and sets up thread-bound state (an
   /// io_uring with SINGLE_ISSUER belongs to the thread that sets it up).
-  virtual void attach() {}
+  void attach(TimerHeap& timers) {
+    timers_ = &timers;
+    set_up();
+  }
 
   /// Owner thread: flushes queued work and handles ready events without blocking; returns
   /// the number of events handled.
@@ -32,6 +38,16 @@ class Driver {
 
   /// Any thread: wakes the owner from park(), or makes its next park() return at once.
   virtual void unpark() = 0;
+
+ protected:
+  /// Owner thread, from attach(): the driver's own thread-bound set-up.
+  virtual void set_up() {}
+
+  /// The owner processor's timer heap (owner thread only), set by attach().
+  TimerHeap& timers() { return *timers_; }
+
+ private:
+  TimerHeap* timers_ = nullptr;
 };
 
 /// Returns a driver with no I/O: park() waits on an eventfd with poll(2).

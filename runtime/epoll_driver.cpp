@@ -285,7 +285,7 @@ class EpollDriver final : public IoDriver {
         rw->driver->queue_cancel(&rw->io);
       };
       w.timer.arg = &w;
-      Processor::current()->timers().add(&w.timer);
+      timers().add(&w.timer);
     }
     return 0;
   }

@@ -87,7 +87,7 @@ class IoUringDriver final : public IoDriver {
 
   const char* name() const override { return "io_uring"; }
 
-  void attach() override {
+  void set_up() override {
     int rc = -EINVAL;
     const FlagSet* chosen = nullptr;
     for (const FlagSet& set : kFlagSets) {
@@ -210,7 +210,7 @@ class IoUringDriver final : public IoDriver {
         d->driver->queue_cancel(d->wait);
       };
       timer.arg = &dl;
-      Processor::current()->timers().add(&timer);
+      timers().add(&timer);
     }
     int64_t res = submit_and_wait(req, w, poll_phase);
     // The fiber may run elsewhere now: both calls below are safe from any thread.
@@ -247,7 +247,7 @@ class IoUringDriver final : public IoDriver {
         rw->driver->queue_cancel(&rw->io);
       };
       r.timer.arg = &r;
-      Processor::current()->timers().add(&r.timer);
+      timers().add(&r.timer);
     }
     return 0;
   }

@@ -125,7 +125,7 @@ void Processor::run() {
   tls_processor = this;
   clock_ = cycles();
   adopt_thread_context(sched_ctx_);
-  driver_->attach();
+  driver_->attach(timers_);
   {
     // The main fiber starts only once every processor has its driver (so an io_uring
     // setup problem shows at start, and no fiber depends on a processor not yet there).

@@ -144,25 +144,9 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
       continue;  // look again: the entry is published (or the load failed transiently)
     }
     hit->used_ns.store(now, std::memory_order_relaxed);
-    if (fresh(*hit, now)) {
+    if (still_usable(*hit, now)) {
       if (metrics_) metrics_->on_fd_cache(shard_index, true);
       return hit;
-    }
-    // Stale. Errors simply expire; a found file is checked by one fiber while the others
-    // keep serving it.
-    if (!hit->error) {
-      bool expected = false;
-      if (!hit->checking.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
-        if (metrics_) metrics_->on_fd_cache(shard_index, true);
-        return hit;
-      }
-      bool same = still_current(*hit);
-      hit->checking.store(false, std::memory_order_release);
-      if (same) {
-        hit->loaded_ns.store(now_ns(), std::memory_order_relaxed);
-        if (metrics_) metrics_->on_fd_cache(shard_index, true);
-        return hit;
-      }
     }
     // Changed or expired: replace it by a fresh load (single flight as for a miss).
     {
@@ -183,6 +167,21 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
   entry->watched = watched && !entry->error;
   publish(s, path, entry);
   return entry;
+}
+
+bool FdCache::still_usable(FileEntry& hit, int64_t now) {
+  if (fresh(hit, now)) return true;
+  // Stale. Errors simply expire; a found file is checked by one fiber while the others
+  // keep serving it.
+  if (hit.error) return false;
+  bool expected = false;
+  if (!hit.checking.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+    return true;
+  }
+  bool same = still_current(hit);
+  hit.checking.store(false, std::memory_order_release);
+  if (same) hit.loaded_ns.store(now_ns(), std::memory_order_relaxed);
+  return same;
 }
 
 void FdCache::publish(Shard& s, std::string_view path, FileRef entry) {
@@ -253,6 +252,33 @@ bool FdCache::still_current(const FileEntry& e) {
          S_ISDIR(st.stx_mode) == e.directory;
 }
 
+void FdCache::keep_bytes(FileEntry& e) {
+  // Small files are kept in memory, within the total bound, so a response goes out in one
+  // send with its head. A file that does not fit the budget is sent from the descriptor.
+  uint64_t limit = config_.fd_cache_max_file_bytes;
+  if (limit == 0 || e.size > limit) return;
+  uint64_t before = bytes_->fetch_add(e.size, std::memory_order_relaxed);
+  if (before + e.size > config_.fd_cache_max_bytes) {
+    bytes_->fetch_sub(e.size, std::memory_order_relaxed);
+    return;
+  }
+  e.bytes = std::make_unique<char[]>(e.size ? e.size : 1);
+  e.bytes_account = bytes_;
+  uint64_t got = 0;
+  while (got < e.size) {
+    int64_t n = io::read(e.fd, e.bytes.get() + got, e.size - got, static_cast<int64_t>(got));
+    if (n <= 0) break;
+    got += static_cast<uint64_t>(n);
+  }
+  if (got != e.size) {
+    // Truncated (or unreadable) while we read: serve from the descriptor instead, so the
+    // Content-Length and the bytes can never disagree.
+    bytes_->fetch_sub(e.size, std::memory_order_relaxed);
+    e.bytes.reset();
+    e.bytes_account.reset();
+  }
+}
+
 FileRef FdCache::load(std::string_view path) {
   auto* e = new FileEntry();
   FileRef ref(e);
@@ -290,31 +316,7 @@ FileRef FdCache::load(std::string_view path) {
   }
   e->fd = fd;
   e->size = st.stx_size;
-  // Small files are kept in memory, within the total bound, so a response goes out in one
-  // send with its head. A file that does not fit the budget is sent from the descriptor.
-  uint64_t limit = config_.fd_cache_max_file_bytes;
-  if (limit > 0 && e->size <= limit) {
-    uint64_t before = bytes_->fetch_add(e->size, std::memory_order_relaxed);
-    if (before + e->size > config_.fd_cache_max_bytes) {
-      bytes_->fetch_sub(e->size, std::memory_order_relaxed);
-    } else {
-      e->bytes = std::make_unique<char[]>(e->size ? e->size : 1);
-      e->bytes_account = bytes_;
-      uint64_t got = 0;
-      while (got < e->size) {
-        int64_t n = io::read(fd, e->bytes.get() + got, e->size - got, static_cast<int64_t>(got));
-        if (n <= 0) break;
-        got += static_cast<uint64_t>(n);
-      }
-      if (got != e->size) {
-        // Truncated (or unreadable) while we read: serve from the descriptor instead, so the
-        // Content-Length and the bytes can never disagree.
-        bytes_->fetch_sub(e->size, std::memory_order_relaxed);
-        e->bytes.reset();
-        e->bytes_account.reset();
-      }
-    }
-  }
+  keep_bytes(*e);
   e->etag = make_etag(e->mtime, e->size);
   e->content_type = mime_.lookup(path);
   HttpDateBuffer lm;

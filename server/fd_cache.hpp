@@ -103,11 +103,16 @@ class FdCache {
 
   Shard& shard_for(std::string_view path);
   FileRef load(std::string_view path);
+  // Reads a small regular file's bytes into `e` when the byte budget allows.
+  void keep_bytes(FileEntry& e);
   bool still_current(const FileEntry& e);
   /// Stats root-relative `rel` like statx(2) without following it out of the root's resolve
   /// rules and without blocking the processor; returns 0 or -errno.
   int stat_path(const char* rel, struct ::statx* st) const;
   bool fresh(const FileEntry& e, int64_t now_ns) const;
+  // Whether a cached entry may be served at `now`: fresh, being revalidated by another
+  // fiber, or revalidated here and unchanged.
+  bool still_usable(FileEntry& hit, int64_t now);
   void publish(Shard& s, std::string_view path, FileRef entry);
   void evict_over_limit(Shard& s);
   void erase_locked(
