@@ -18,6 +18,7 @@
 #include "runtime/fiber.hpp"
 #include "runtime/io.hpp"
 #include "runtime/io_driver.hpp"
+#include "runtime/owned_counter.hpp"
 #include "runtime/scheduler.hpp"
 
 #include "weft_version.hpp"
@@ -42,11 +43,6 @@ rt::TimePoint time_point(std::int64_t ns) {
 
 std::uint64_t since(std::int64_t from_ns, std::int64_t to_ns) {
   return to_ns > from_ns ? static_cast<std::uint64_t>(to_ns - from_ns) : 0;
-}
-
-void bump(std::atomic<std::uint64_t>& counter) {
-  // Only the owner processor writes: a plain load and store, no locked instruction.
-  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -114,7 +110,7 @@ class Engine::Session {
     const std::uint64_t lag = since(due_ns_, start);
     {
       Share& slot = e_.local_slot();
-      bump(slot.sessions);
+      rt::bump_owned(slot.sessions);
       if (lag > slot.lag_max_ns.load(std::memory_order_relaxed)) {
         slot.lag_max_ns.store(lag, std::memory_order_relaxed);
       }
@@ -142,7 +138,7 @@ class Engine::Session {
 
   void fail(ErrorClass c) {
     stats().record_error(at(now_ns()), c);
-    bump(e_.local_slot().errors);
+    rt::bump_owned(e_.local_slot().errors);
   }
 
   // Counts a failed system call: -ETIMEDOUT at our own deadline is --timeout (client-timo);
@@ -326,7 +322,7 @@ class Engine::Session {
     s.from_send_ns = since(send_ns, last);
     Stats& st = stats();
     st.record_reply(at(last), s);
-    bump(e_.local_slot().replies);
+    rt::bump_owned(e_.local_slot().replies);
     ++replies_;
     last_reply_ns_ = last;
     if (!r.keep_alive) closing_ = true;

@@ -75,7 +75,7 @@ class EpollDriver final : public IoDriver {
   }
 
   int64_t execute(IoRequest& r) override {
-    bump(ops_);
+    bump_owned(ops_);
     switch (r.op) {
       case IoOpcode::accept: {
         int64_t fd = retry(r, POLLIN, [&] {
@@ -356,7 +356,7 @@ class EpollDriver final : public IoDriver {
   int wait_events(int64_t timeout_ns) {
     epoll_event evs[256];
     timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
-    bump(enters_);
+    bump_owned(enters_);
     int n = epoll_pwait2(epfd_, evs, 256, timeout_ns < 0 ? nullptr : &ts, nullptr);
     for (int i = 0; i < n; ++i) {
       uint64_t d = evs[i].data.u64;
@@ -368,7 +368,7 @@ class EpollDriver final : public IoDriver {
       uint32_t slot = static_cast<uint32_t>(d);
       uint32_t gen = static_cast<uint32_t>(d >> 32);
       if (slot < slots_.size() && slots_[slot].gen == gen && slots_[slot].wait) {
-        bump(completions_);
+        bump_owned(completions_);
         complete(slots_[slot].wait, static_cast<int64_t>(evs[i].events), true);
       }
     }

@@ -24,6 +24,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/io_backend.hpp"
+#include "runtime/owned_counter.hpp"
 #include "runtime/spinlock.hpp"
 #include "runtime/timer.hpp"
 #include "runtime/waiter.hpp"
@@ -221,10 +222,7 @@ class IoDriver : public Driver {
   // Owner: ends a ReadyWait (completed with io.result): unregisters it and starts its
   // callback on a new fiber. Nothing touches `r` afterwards.
   static void finish_ready(ReadyWait& r);
-  // Owner-only counters that others read (stats()): relaxed load and store, no RMW.
-  static void bump(std::atomic<uint64_t>& c) {
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
+  // Owner-only counters that others read (stats()), added to with bump_owned().
   std::atomic<uint64_t> enters_{0}, ops_{0}, completions_{0};
 
   Spinlock remote_lock_;

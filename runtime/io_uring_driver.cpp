@@ -141,7 +141,7 @@ class IoUringDriver final : public IoDriver {
         ts.tv_nsec = timeout_ns % 1'000'000'000;
         tsp = &ts;
       }
-      bump(enters_);
+      bump_owned(enters_);
       io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, tsp, nullptr);
     } else {
       enter_submit();
@@ -281,7 +281,7 @@ class IoUringDriver final : public IoDriver {
   }
 
   void enter_submit() {
-    bump(enters_);
+    bump_owned(enters_);
     int rc = io_uring_submit_and_get_events(&ring_);
     if (rc == -EBUSY) reap();  // CQ backlog: make room, the next poll submits
   }
@@ -289,7 +289,7 @@ class IoUringDriver final : public IoDriver {
   // Queues the operation (or, when `poll_phase`, a readiness poll for it) and parks until
   // its completion; returns the CQE result.
   int64_t submit_and_wait(const IoRequest& r, IoWait& w, bool poll_phase) {
-    bump(ops_);
+    bump_owned(ops_);
     if (io_uring_sq_space_left(&ring_) < 2) enter_submit();
     io_uring_sqe* sqe = get_sqe();
     if (poll_phase) {
@@ -405,7 +405,7 @@ class IoUringDriver final : public IoDriver {
       if (ud == kWakeTag) {
         wake_armed_ = false;
       } else if (ud != kIgnoreTag && ud != kMsgWakeTag) {
-        bump(completions_);
+        bump_owned(completions_);
         auto* w = reinterpret_cast<IoWait*>(ud);
         w->result = cqe->res;
         mark_completed(w);

@@ -37,11 +37,9 @@
 #include <string>
 #include <vector>
 
-namespace weft::http {
+#include "server/status.hpp"
 
-/// The statuses the server answers with, each counted on its own; any other is "other".
-inline constexpr std::array<int, 18> kStatusCodes = {200, 206, 301, 304, 400, 403, 404, 405, 408,
-                                                     412, 413, 414, 416, 431, 500, 501, 503, 505};
+namespace weft::http {
 
 class Metrics {
  public:

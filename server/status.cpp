@@ -10,54 +10,45 @@
 namespace weft::http {
 namespace {
 
-struct StatusInfo {
-  int code;
-  std::string_view reason;
+// The reason phrase of each of kStatusCodes, in its order.
+constexpr std::array<std::string_view, kStatusCodes.size()> kReasons = {
+    "OK",
+    "Partial Content",
+    "Moved Permanently",
+    "Not Modified",
+    "Bad Request",
+    "Forbidden",
+    "Not Found",
+    "Method Not Allowed",
+    "Request Timeout",
+    "Precondition Failed",
+    "Content Too Large",
+    "URI Too Long",
+    "Range Not Satisfiable",
+    "Request Header Fields Too Large",
+    "Internal Server Error",
+    "Not Implemented",
+    "Service Unavailable",
+    "HTTP Version Not Supported",
 };
 
-constexpr std::array<StatusInfo, 18> kStatuses = {{
-    {200, "OK"},
-    {206, "Partial Content"},
-    {301, "Moved Permanently"},
-    {304, "Not Modified"},
-    {400, "Bad Request"},
-    {403, "Forbidden"},
-    {404, "Not Found"},
-    {405, "Method Not Allowed"},
-    {408, "Request Timeout"},
-    {412, "Precondition Failed"},
-    {413, "Content Too Large"},
-    {414, "URI Too Long"},
-    {416, "Range Not Satisfiable"},
-    {431, "Request Header Fields Too Large"},
-    {500, "Internal Server Error"},
-    {501, "Not Implemented"},
-    {503, "Service Unavailable"},
-    {505, "HTTP Version Not Supported"},
-}};
-
-constexpr std::array<int, kStatuses.size()> kCodes = [] {
-  std::array<int, kStatuses.size()> codes{};
-  for (std::size_t i = 0; i < kStatuses.size(); ++i) codes[i] = kStatuses[i].code;
-  return codes;
-}();
-
-// Index into kStatuses, or -1.
+// Index into kStatusCodes, or -1.
 int index_of(int status) {
-  for (std::size_t i = 0; i < kStatuses.size(); ++i) {
-    if (kStatuses[i].code == status) return static_cast<int>(i);
+  for (std::size_t i = 0; i < kStatusCodes.size(); ++i) {
+    if (kStatusCodes[i] == status) return static_cast<int>(i);
   }
   return -1;
 }
 
 // Built once; function-local static initialization is thread-safe.
 struct Prebuilt {
-  std::array<std::string, kStatuses.size()> lines;
-  std::array<std::string, kStatuses.size()> bodies;
+  std::array<std::string, kStatusCodes.size()> lines;
+  std::array<std::string, kStatusCodes.size()> bodies;
 
   Prebuilt() {
-    for (std::size_t i = 0; i < kStatuses.size(); ++i) {
-      const auto& [code, reason] = kStatuses[i];
+    for (std::size_t i = 0; i < kStatusCodes.size(); ++i) {
+      int code = kStatusCodes[i];
+      std::string_view reason = kReasons[i];
       lines[i] = fmt::format("HTTP/1.1 {} {}\r\n", code, reason);
       // 2xx bodies are files, and 304 must not have a body (RFC 9110 §15.4.5).
       if (code >= 300 && code != 304) {
@@ -78,12 +69,12 @@ const Prebuilt& prebuilt() {
 }  // namespace
 
 std::span<const int> known_statuses() {
-  return kCodes;
+  return kStatusCodes;
 }
 
 std::string_view reason_phrase(int status) {
   const int i = index_of(status);
-  return i < 0 ? std::string_view{} : kStatuses[static_cast<std::size_t>(i)].reason;
+  return i < 0 ? std::string_view{} : kReasons[static_cast<std::size_t>(i)];
 }
 
 std::string_view status_line(int status) {

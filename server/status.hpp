@@ -6,6 +6,7 @@
 // one place that decides what a failed open or stat means to the client and to the error log.
 #pragma once
 
+#include <array>
 #include <span>
 #include <string_view>
 
@@ -13,7 +14,11 @@
 
 namespace weft::http {
 
-/// Returns the statuses weft answers with, ascending.
+/// The statuses weft answers with, ascending: the one list of them (the metrics count each).
+inline constexpr std::array<int, 18> kStatusCodes = {200, 206, 301, 304, 400, 403, 404, 405, 408,
+                                                     412, 413, 414, 416, 431, 500, 501, 503, 505};
+
+/// Returns kStatusCodes.
 std::span<const int> known_statuses();
 
 /// Returns the reason phrase of `status` ("Not Found"), or "" when weft does not use it.
