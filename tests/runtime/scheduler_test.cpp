@@ -20,12 +20,6 @@
 namespace weft::rt {
 namespace {
 
-RuntimeOptions opts(unsigned processors) {
-  RuntimeOptions o;
-  o.processors = processors;
-  return o;
-}
-
 TEST(Scheduler, MainFiberRunsAndRuntimeStops) {
   Runtime rt(opts(2));
   bool ran = false;

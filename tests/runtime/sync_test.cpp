@@ -24,12 +24,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-RuntimeOptions opts(unsigned processors) {
-  RuntimeOptions o;
-  o.processors = processors;
-  return o;
-}
-
 // Spawns n fibers running fn(i) and joins them all.
 template <typename F>
 void run_fibers(int n, F fn) {

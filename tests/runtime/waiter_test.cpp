@@ -20,7 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(WaiterTest, AWakeBeforeTheWaitIsNotLost) {
-  Runtime rt(RuntimeOptions{.processors = 1});
+  Runtime rt(opts(1));
   rt.run([] {
     Waiter w;
     EXPECT_TRUE(w.wake());
@@ -30,7 +30,7 @@ TEST(WaiterTest, AWakeBeforeTheWaitIsNotLost) {
 }
 
 TEST(WaiterTest, OfRacingWakersExactlyOneWins) {
-  Runtime rt(RuntimeOptions{.processors = 2});
+  Runtime rt(opts(2));
   rt.run([] {
     for (int round = 0; round < scaled(200); ++round) {
       Waiter w;
@@ -49,7 +49,7 @@ TEST(WaiterTest, OfRacingWakersExactlyOneWins) {
 }
 
 TEST(WaiterTest, ATimedWaitTimesOutNeverEarlyAndKeepsTheClaim) {
-  Runtime rt(RuntimeOptions{.processors = 1});
+  Runtime rt(opts(1));
   rt.run([] {
     Waiter w;
     TimePoint start = now();
@@ -60,7 +60,7 @@ TEST(WaiterTest, ATimedWaitTimesOutNeverEarlyAndKeepsTheClaim) {
 }
 
 TEST(WaiterTest, AWakeBeforeTheDeadlineEndsATimedWait) {
-  Runtime rt(RuntimeOptions{.processors = 2});
+  Runtime rt(opts(2));
   rt.run([] {
     Waiter w;
     auto waker = spawn([&] {
@@ -73,7 +73,7 @@ TEST(WaiterTest, AWakeBeforeTheDeadlineEndsATimedWait) {
 }
 
 TEST(WaiterTest, APlainThreadWakesAFiber) {
-  Runtime rt(RuntimeOptions{.processors = 1});
+  Runtime rt(opts(1));
   rt.run([] {
     Waiter w;
     std::thread t([&] {
