@@ -24,6 +24,7 @@
 
 #include "server/http_date.hpp"
 #include "server/log.hpp"
+#include "server/second_text.hpp"
 
 namespace weft::http {
 namespace {
@@ -239,62 +240,32 @@ std::size_t format_time(AccessLogFormat format, std::int64_t second, char* out) 
 }
 
 // The formatted time of the latest second logged, shared by every thread: formatted once
-// per second by whichever thread first logs a request of a newer second, and read under a
-// sequence lock whose words are all atomics (as DateCache does: no data race for TSan, no
-// reader ever blocks a writer). A request that started in an earlier second (a long
-// download) formats its time on the caller's stack instead, and never moves the cache back;
-// so after the clock steps back, lines are formatted one by one until it catches up.
+// per second by whichever thread first logs a request of a newer second, and read out of a
+// SecondText (second_text.hpp, as DateCache does). A request that started in an earlier second (a
+// long download) formats its time on the caller's stack instead, and never moves the cache back; so
+// after the clock steps back, lines are formatted one by one until it catches up.
 class TimeCache {
  public:
-  static constexpr std::size_t kWords = 4;
-  static constexpr std::size_t kMax = kWords * 8;
-  using Text = std::array<char, kMax>;
+  using Text = SecondText<32>::Buffer;
 
   explicit TimeCache(AccessLogFormat format) : format_(format) {}
 
   // Copies the time text of `second` into `out`; returns its length.
   std::size_t get(std::int64_t second, Text& out) {
-    const std::uint64_t s1 = seq_.load(std::memory_order_acquire);
-    // s1 == 0: nothing published yet (second_ holds no second's text).
-    if (s1 != 0 && (s1 & 1) == 0 && second_.load(std::memory_order_acquire) == second) {
-      std::array<std::uint64_t, kWords> w;
-      for (std::size_t i = 0; i < kWords; ++i) w[i] = words_[i].load(std::memory_order_acquire);
-      // Acquire loads above: seeing any word of a newer value makes this re-read see that
-      // writer's odd count, so a torn copy is always caught.
-      if (seq_.load(std::memory_order_relaxed) == s1) {
-        std::memcpy(out.data(), w.data(), kMax);
-        return length();
-      }
-    }
+    std::int64_t cached = 0;
+    if (text_.read(out, cached) && cached == second) return length();
     const std::size_t n = format_time(format_, second, out.data());
-    if (second > second_.load(std::memory_order_relaxed)) publish(second, out);
+    if (second > text_.second()) {
+      text_.publish(second, out.data(), [second](std::int64_t now) { return second > now; });
+    }
     return n;
   }
 
  private:
   std::size_t length() const { return format_ == AccessLogFormat::combined ? 26 : 20; }
 
-  void publish(std::int64_t second, const Text& text) {
-    // One writer at a time; a thread that loses the race has its text already.
-    if (writing_.test_and_set(std::memory_order_acquire)) return;
-    if (second > second_.load(std::memory_order_relaxed)) {
-      std::array<std::uint64_t, kWords> w{};
-      std::memcpy(w.data(), text.data(), kMax);
-      const std::uint64_t s = seq_.load(std::memory_order_relaxed);
-      seq_.store(s + 1, std::memory_order_relaxed);
-      // Release stores: a reader that sees a new word or second also sees the odd count.
-      second_.store(second, std::memory_order_release);
-      for (std::size_t i = 0; i < kWords; ++i) words_[i].store(w[i], std::memory_order_release);
-      seq_.store(s + 2, std::memory_order_release);
-    }
-    writing_.clear(std::memory_order_release);
-  }
-
   const AccessLogFormat format_;
-  std::atomic<std::uint64_t> seq_{0};  // odd while a writer is storing
-  std::atomic<std::int64_t> second_{INT64_MIN};
-  std::array<std::atomic<std::uint64_t>, kWords> words_{};
-  std::atomic_flag writing_;
+  SecondText<32> text_;
 };
 
 // Writes $request: "METHOD TARGET PROTOCOL" of its non-empty parts, or "-" when all are empty.

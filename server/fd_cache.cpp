@@ -368,7 +368,7 @@ void FdCache::invalidate(std::string_view path) {
 }
 
 bool FdCache::watch_dir_of(std::string_view path) {
-  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  if (path.size() > 1 && names_directory(path)) path.remove_suffix(1);
   std::string dir(dir_of(path));  // "" for entries in the root, "/a/b" otherwise
   std::lock_guard g(watch_mu_);
   if (auto it = dir_wds_.find(dir); it != dir_wds_.end()) return it->second >= 0;

@@ -227,52 +227,32 @@ std::int64_t DateCache::system_seconds() {
   return ts.tv_sec;
 }
 
-DateCache::DateCache(Clock clock) : clock_(std::move(clock)), second_(0) {
-  const std::int64_t now = clock_();
-  second_.store(now - 2, std::memory_order_relaxed);  // stale, so refresh() formats `now`
-  refresh(now);
+DateCache::DateCache(Clock clock) : clock_(std::move(clock)) {
+  refresh(clock_());
 }
 
 std::string_view DateCache::get(HttpDateBuffer& out) {
   const std::int64_t now = clock_();
-  if (is_stale(second_.load(std::memory_order_acquire), now)) refresh(now);
-
-  std::array<std::uint64_t, kWords> w{};
-  for (;;) {
-    const std::uint64_t s1 = seq_.load(std::memory_order_acquire);
-    if (s1 & 1) continue;  // a writer is mid-update: a few stores, so spin
-    // Acquire loads: seeing any word of a newer value makes the re-read of seq_ below see
-    // that writer's odd count, so a torn copy is always detected (no fences: TSan cannot
-    // model std::atomic_thread_fence, and GCC warns about it under -fsanitize=thread).
-    for (std::size_t i = 0; i < kWords; ++i) w[i] = words_[i].load(std::memory_order_acquire);
-    if (seq_.load(std::memory_order_relaxed) == s1) break;
+  if (is_stale(text_.second(), now)) refresh(now);
+  SecondText<kHttpDateLength>::Buffer copy;
+  std::int64_t second = 0;
+  while (!text_.read(copy, second)) {
+    // A writer is mid-update: a few stores, so spin.
   }
-  std::memcpy(out.data(), w.data(), kHttpDateLength);
+  std::memcpy(out.data(), copy.data(), kHttpDateLength);
   return {out.data(), out.size()};
 }
 
 std::uint64_t DateCache::refreshes() const {
-  return seq_.load(std::memory_order_acquire) / 2;
+  return text_.publications();
 }
 
 void DateCache::refresh(std::int64_t now) {
-  // One writer; a thread that loses the race keeps reading the previous second's value,
+  // A thread that loses the race to publish keeps reading the previous second's value,
   // which is at most a second stale.
-  if (writing_.test_and_set(std::memory_order_acquire)) return;
-  if (is_stale(second_.load(std::memory_order_relaxed), now)) {
-    HttpDateBuffer text;
-    format_http_date(now, text);
-    std::array<std::uint64_t, kWords> w{};
-    std::memcpy(w.data(), text.data(), text.size());
-
-    const std::uint64_t s = seq_.load(std::memory_order_relaxed);
-    seq_.store(s + 1, std::memory_order_relaxed);
-    // Release stores: a reader that sees a new word also sees the odd count stored above.
-    for (std::size_t i = 0; i < kWords; ++i) words_[i].store(w[i], std::memory_order_release);
-    seq_.store(s + 2, std::memory_order_release);
-    second_.store(now, std::memory_order_release);
-  }
-  writing_.clear(std::memory_order_release);
+  HttpDateBuffer text;
+  format_http_date(now, text);
+  text_.publish(now, text.data(), [now](std::int64_t cached) { return is_stale(cached, now); });
 }
 
 }  // namespace weft::http

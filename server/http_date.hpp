@@ -6,9 +6,8 @@
 // Parsing accepts the three forms RFC 9110 §5.6.7 requires a recipient to accept.
 //
 // DateCache holds the Date value of the current second. Any thread may call get(); the first
-// caller that sees a new second formats it (at most once per second, whichever thread), and
-// readers copy it out under a sequence lock whose words are all atomics, so there is no data
-// race for TSan to find and no reader ever blocks a writer.
+// caller that sees a new second formats it (published at most once per second, whichever
+// thread), and readers copy it out of a SecondText (second_text.hpp).
 #pragma once
 
 #include <array>
@@ -17,6 +16,8 @@
 #include <functional>
 #include <optional>
 #include <string_view>
+
+#include "server/second_text.hpp"
 
 namespace weft::http {
 
@@ -62,16 +63,10 @@ class DateCache {
   std::uint64_t refreshes() const;
 
  private:
-  // 29 bytes of date in four 8-byte atomic words.
-  static constexpr std::size_t kWords = 4;
-
   void refresh(std::int64_t now);
 
   Clock clock_;
-  std::atomic<std::int64_t> second_;
-  std::atomic<std::uint64_t> seq_{0};  // odd while a writer is storing words_
-  std::array<std::atomic<std::uint64_t>, kWords> words_{};
-  std::atomic_flag writing_;  // one writer at a time; others keep the previous second's value
+  SecondText<kHttpDateLength> text_;
 };
 
 }  // namespace weft::http

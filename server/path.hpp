@@ -61,6 +61,12 @@ constexpr bool is_asterisk_form(std::string_view raw_target) {
 /// that only its first use allocates) and says whether the lookup may go on.
 TargetStatus normalize_target(std::string_view raw_target, std::string& out);
 
+/// Returns whether normalized `path` names a directory: it ends in "/" (the root "/" too).
+/// This is the one place the trailing-slash rule is decided.
+constexpr bool names_directory(std::string_view path) {
+  return !path.empty() && path.back() == '/';
+}
+
 /// Returns the name of normalized `path` relative to the document root, as openat(2) takes
 /// it under the root's descriptor: no leading or trailing "/", and "." for the root itself.
 std::string root_relative(std::string_view path);

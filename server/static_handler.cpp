@@ -39,7 +39,7 @@ FileRef find_index(ServerContext& ctx, ConnectionWork& work) {
 
 // A directory: redirect to its name with a slash, or its index file, or its listing.
 Reply directory_reply(ServerContext& ctx, const Request& req, ConnectionWork& work, FileRef& file) {
-  if (work.path.back() != '/') {
+  if (!names_directory(work.path)) {
     work.scratch.assign("Location: ");
     append_encoded_path(work.path, work.scratch);
     work.scratch.append("/").append(query_of(req.target())).append("\r\n");
@@ -112,7 +112,7 @@ Reply handle_static(ServerContext& ctx, const Request& req, ConnectionWork& work
   TargetStatus ts = normalize_target(req.target(), work.path);
   if (ts != TargetStatus::ok) return Reply::error_page(http_status(ts));
   FileRef file = ctx.files->lookup(work.path, ServerContext::shard());
-  if (!file->error && !file->directory && work.path.back() == '/') {
+  if (!file->error && !file->directory && names_directory(work.path)) {
     // A trailing "/" names a directory (path.hpp), but the cache opens the name without it:
     // answer a file there as open(2) would have, ENOTDIR, rather than serve it.
     return Reply::error_page(status_from_errno(ENOTDIR).status);
