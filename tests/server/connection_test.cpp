@@ -18,6 +18,8 @@
 #include "runtime/scheduler.hpp"
 #include "server/metrics.hpp"
 
+#include "tests/server/temp_dir.hpp"
+
 namespace weft::http {
 namespace {
 
@@ -26,11 +28,7 @@ namespace fs = std::filesystem;
 class ConnectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("weft-connection-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+    root_ = make_test_dir("connection");
     std::ofstream(root_ / "hello.txt") << "hello world\n";
     config_.root = root_;
   }

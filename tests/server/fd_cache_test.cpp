@@ -21,6 +21,8 @@
 #include "runtime/scheduler.hpp"
 #include "server/mime_map.hpp"
 
+#include "tests/server/temp_dir.hpp"
+
 namespace weft::http {
 namespace {
 
@@ -43,11 +45,7 @@ void write_file(const fs::path& p, std::string_view content) {
 class FdCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("weft-fdcache-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+    root_ = make_test_dir("fdcache");
     config_.root = root_;
     config_.fd_cache_valid = Millis{50};
     config_.fd_cache_errors_valid = Millis{50};

@@ -15,6 +15,8 @@
 
 #include "server/mime_map.hpp"
 
+#include "tests/server/temp_dir.hpp"
+
 namespace weft::http {
 namespace {
 
@@ -23,10 +25,7 @@ namespace fs = std::filesystem;
 class ListingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() /
-            ("weft-listing-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
+    base_ = make_test_dir("listing");
     fs::create_directories(base_ / "root" / "d");
     fs::create_directories(base_ / "outside");
     std::ofstream(base_ / "outside" / "secret.txt") << "x";

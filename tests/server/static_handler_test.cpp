@@ -17,6 +17,8 @@
 #include "runtime/scheduler.hpp"
 #include "server/fd_cache.hpp"
 
+#include "tests/server/temp_dir.hpp"
+
 namespace weft::http {
 namespace {
 
@@ -25,10 +27,7 @@ namespace fs = std::filesystem;
 class StaticHandlerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("weft-handler-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    root_ = make_test_dir("handler");
     fs::create_directories(root_ / "dir");
     fs::create_directories(root_ / "bare");
     fs::create_directories(root_ / "a b");
