@@ -39,6 +39,139 @@ std::string calls_text(CallCount n) {
 constexpr std::array<std::string_view, 7> kMethods = {"DELETE", "GET", "HEAD", "OPTIONS",
                                                       "POST",   "PUT", "TRACE"};
 
+// ---- --wsesslog parsing -----------------------------------------------------------------------
+
+// The session log's current line, by absolute indices into the text: a contents= value may
+// continue over a line end, and then the line it ends on is the one the parse goes on from.
+struct LineCursor {
+  std::string_view text;
+  std::size_t start = 0;    // first byte of the current line
+  std::size_t end = 0;      // end of the current line's text, without "\r\n"
+  std::size_t next = 0;     // first byte of the line after it, or text.size() at the last
+  std::size_t line_no = 0;  // 1-based, so 0 before the first advance()
+
+  explicit LineCursor(std::string_view t) : text(t) {}
+
+  // Returns true when a line follows the current one (so advance() may be called).
+  bool has_next() const { return next < text.size(); }
+
+  // Moves to the next line, so that errors from here on name its number.
+  void advance() {
+    start = next;
+    ++line_no;
+    std::size_t eol = text.find('\n', start);
+    if (eol == std::string_view::npos) eol = text.size();
+    end = eol;
+    if (end > start && text[end - 1] == '\r') --end;
+    next = eol < text.size() ? eol + 1 : text.size();
+  }
+};
+
+// Returns the error "SOURCE:LINE: what" for the cursor's line, the form every problem takes.
+WorkloadError line_error(std::string_view source, const LineCursor& line, std::string_view what) {
+  return WorkloadError(fmt::format("{}:{}: {}", source, line.line_no, what));
+}
+
+// Returns the first index in [pos, end) past blanks, or `end`, where a token may start.
+std::size_t skip_blanks(std::string_view text, std::size_t pos, std::size_t end) {
+  while (pos < end && is_blank(text[pos])) ++pos;
+  return pos;
+}
+
+// Returns the index in [pos, end) where the token at `pos` ends (a blank, or `end`).
+std::size_t skip_token(std::string_view text, std::size_t pos, std::size_t end) {
+  while (pos < end && !is_blank(text[pos])) ++pos;
+  return pos;
+}
+
+// Parses the contents= value at `pos` (just past "contents=") and leaves `pos` past it; a
+// backslash ending a line moves `line` on, so the options after it come from the next line.
+std::string parse_contents(LineCursor& line, std::size_t& pos, std::string_view source) {
+  std::string body;
+  bool single = false;
+  bool dquote = false;
+  for (;;) {
+    if (pos >= line.end) {
+      if (single || dquote) throw line_error(source, line, "unterminated quote in contents=");
+      return body;
+    }
+    const char c = line.text[pos];
+    if (c == '\\') {
+      if (pos + 1 >= line.end) {
+        // A backslash ending the line: the value goes on with a newline on the next one.
+        body.push_back('\n');
+        if (!line.has_next()) {
+          throw line_error(source, line, "contents= continues past the end of the file");
+        }
+        line.advance();
+        pos = line.start;
+        continue;
+      }
+      const char e = line.text[pos + 1];
+      body.push_back(e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e);
+      pos += 2;
+      continue;
+    }
+    if (c == '"' && !single) {
+      dquote = !dquote;
+    } else if (c == '\'' && !dquote) {
+      single = !single;
+    } else if (is_blank(c) && !single && !dquote) {
+      return body;
+    } else {
+      body.push_back(c);
+    }
+    ++pos;
+  }
+}
+
+// Applies one method= or think= token; think= sets the burst's pause, as httperf reads it.
+void apply_option(std::string_view token, LoggedRequest& request, LoggedBurst& burst,
+                  const LineCursor& line, std::string_view source) {
+  if (token.starts_with("method=")) {
+    const std::string_view method = token.substr(7);
+    bool known = false;
+    for (auto m : kMethods) known = known || m == method;
+    if (!known) {
+      throw line_error(source, line,
+                       fmt::format("unknown method '{}' (DELETE, GET, HEAD, OPTIONS, POST, PUT "
+                                   "or TRACE)",
+                                   method));
+    }
+    request.method = std::string{method};
+  } else if (token.starts_with("think=")) {
+    const std::string_view value = token.substr(6);
+    double think = -1.0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), think);
+    if (ec != std::errc{} || p != value.data() + value.size() || !std::isfinite(think) ||
+        think < 0.0) {
+      throw line_error(source, line, fmt::format("think={}: not a number of seconds >= 0", value));
+    }
+    burst.think_s = think;
+  } else {
+    throw line_error(source, line,
+                     fmt::format("unknown option '{}' (method=, think= or contents=)", token));
+  }
+}
+
+// Parses the options after a request's URI, from `pos` on; contents= is not a plain token
+// (it may hold quoted blanks and continue over lines), so it is read apart.
+void parse_options(LineCursor& line, std::size_t pos, LoggedRequest& request, LoggedBurst& burst,
+                   std::string_view source) {
+  for (;;) {
+    pos = skip_blanks(line.text, pos, line.end);
+    if (pos >= line.end) return;
+    if (line.text.substr(pos, line.end - pos).starts_with("contents=")) {
+      pos += 9;
+      request.body = parse_contents(line, pos, source);
+      continue;
+    }
+    const std::size_t token_start = pos;
+    pos = skip_token(line.text, pos, line.end);
+    apply_option(line.text.substr(token_start, pos - token_start), request, burst, line, source);
+  }
+}
+
 }  // namespace
 
 // ---- --num-calls --------------------------------------------------------------------------
@@ -173,39 +306,21 @@ std::vector<LoggedSession> parse_session_log(std::string_view text, double defau
                                              std::string_view source) {
   std::vector<LoggedSession> sessions;
   bool in_session = false;
-  std::size_t line_no = 0;
-  auto fail = [&](const std::string& what) {
-    return WorkloadError(fmt::format("{}:{}: {}", source, line_no, what));
-  };
-
-  // The text is walked with absolute indices because contents= may continue over lines.
-  std::size_t i = 0;
-  const std::size_t n = text.size();
-  while (i < n) {
-    ++line_no;
-    std::size_t eol = text.find('\n', i);
-    if (eol == std::string_view::npos) eol = n;
-    std::size_t end = eol;  // end of this line's text, without "\r\n"
-    if (end > i && text[end - 1] == '\r') --end;
-    std::size_t next = eol < n ? eol + 1 : n;
-
-    if (text[i] == '#') {
-      i = next;
-      continue;
-    }
-    std::size_t j = i;
-    while (j < end && is_blank(text[j])) ++j;
-    if (j == end) {  // only whitespace: the session, if any, ends here
+  LineCursor line{text};
+  while (line.has_next()) {
+    line.advance();
+    if (text[line.start] == '#') continue;
+    std::size_t pos = skip_blanks(text, line.start, line.end);
+    if (pos == line.end) {  // only whitespace: the session, if any, ends here
       in_session = false;
-      i = next;
       continue;
     }
 
-    const bool joins_burst = j > i;  // leading whitespace: part of the previous line's burst
-    const std::size_t uri_start = j;
-    while (j < end && !is_blank(text[j])) ++j;
-    const std::string_view uri = text.substr(uri_start, j - uri_start);
-    if (auto problem = uri_problem(uri); !problem.empty()) throw fail(std::string{problem});
+    const bool joins_burst = pos > line.start;  // leading whitespace: the previous line's burst
+    const std::size_t uri_start = pos;
+    pos = skip_token(text, pos, line.end);
+    const std::string_view uri = text.substr(uri_start, pos - uri_start);
+    if (auto problem = uri_problem(uri); !problem.empty()) throw line_error(source, line, problem);
 
     if (!in_session) {
       sessions.emplace_back();
@@ -217,85 +332,7 @@ std::vector<LoggedSession> parse_session_log(std::string_view text, double defau
     }
     LoggedBurst& burst = session.bursts.back();
     burst.requests.push_back(LoggedRequest{"GET", std::string{uri}, {}});
-    LoggedRequest& request = burst.requests.back();
-
-    for (;;) {
-      while (j < end && is_blank(text[j])) ++j;
-      if (j >= end) break;
-      const std::string_view rest = text.substr(j, end - j);
-      if (rest.starts_with("contents=")) {
-        j += 9;
-        std::string body;
-        bool single = false;
-        bool dquote = false;
-        for (;;) {
-          if (j >= end) {
-            if (single || dquote) throw fail("unterminated quote in contents=");
-            break;
-          }
-          const char c = text[j];
-          if (c == '\\') {
-            if (j + 1 >= end) {
-              // A backslash ending the line: the value goes on with a newline on the next one.
-              body.push_back('\n');
-              if (next >= n) throw fail("contents= continues past the end of the file");
-              i = next;
-              ++line_no;
-              eol = text.find('\n', i);
-              if (eol == std::string_view::npos) eol = n;
-              end = eol;
-              if (end > i && text[end - 1] == '\r') --end;
-              next = eol < n ? eol + 1 : n;
-              j = i;
-              continue;
-            }
-            const char e = text[j + 1];
-            body.push_back(e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e);
-            j += 2;
-            continue;
-          }
-          if (c == '"' && !single) {
-            dquote = !dquote;
-          } else if (c == '\'' && !dquote) {
-            single = !single;
-          } else if (is_blank(c) && !single && !dquote) {
-            break;
-          } else {
-            body.push_back(c);
-          }
-          ++j;
-        }
-        request.body = std::move(body);
-        continue;
-      }
-      const std::size_t token_start = j;
-      while (j < end && !is_blank(text[j])) ++j;
-      const std::string_view token = text.substr(token_start, j - token_start);
-      if (token.starts_with("method=")) {
-        const std::string_view method = token.substr(7);
-        bool known = false;
-        for (auto m : kMethods) known = known || m == method;
-        if (!known) {
-          throw fail(
-              fmt::format("unknown method '{}' (DELETE, GET, HEAD, OPTIONS, POST, PUT "
-                          "or TRACE)",
-                          method));
-        }
-        request.method = std::string{method};
-      } else if (token.starts_with("think=")) {
-        const std::string_view value = token.substr(6);
-        double think = -1.0;
-        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), think);
-        if (ec != std::errc{} || p != value.data() + value.size() || !std::isfinite(think) ||
-            think < 0.0) {
-          throw fail(fmt::format("think={}: not a number of seconds >= 0", value));
-        }
-        burst.think_s = think;
-      } else {
-        throw fail(fmt::format("unknown option '{}' (method=, think= or contents=)", token));
-      }
-    }
-    i = next;
+    parse_options(line, pos, burst.requests.back(), burst, source);
   }
   if (sessions.empty()) {
     throw WorkloadError(fmt::format("{}: no session in the file (no request line)", source));

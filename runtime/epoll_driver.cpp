@@ -235,7 +235,7 @@ class EpollDriver final : public IoDriver {
   int arm_ready(ReadyWait& r, int fd, short events, TimePoint deadline, CancelToken* token,
                 ReadyWait::Callback fn, void* arg) override {
     r.io.reset(this, token);
-    r.io.on_complete = [](IoWait* w) { finish_ready(*static_cast<ReadyWait*>(w->backend)); };
+    r.io.on_complete = [](IoWait* w) { finish_ready(*w->ready); };
     r.fn = fn;
     r.arg = arg;
     return arm(r, fd, events, deadline);
@@ -243,7 +243,7 @@ class EpollDriver final : public IoDriver {
 
   // Registers w with epoll (and its deadline with this processor's timers).
   int arm(ReadyWait& w, int fd, short events, TimePoint deadline) {
-    w.io.backend = &w;
+    w.io.ready = &w;
     w.driver = this;
     w.done = false;
     w.fired = false;
@@ -345,7 +345,7 @@ class EpollDriver final : public IoDriver {
     int n = 0;
     for (IoWait* w = take_cancels(); w; ++n) {
       IoWait* next = w->next_cancel;
-      auto* rw = static_cast<ReadyWait*>(w->backend);
+      ReadyWait* rw = w->ready;
       bool timed_out = rw->fired && !(w->token() && w->token()->cancelled());
       complete(rw, timed_out ? -ETIMEDOUT : -ECANCELED, false);
       w = next;

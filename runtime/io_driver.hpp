@@ -34,6 +34,7 @@ struct statx;
 namespace weft::rt {
 
 class IoDriver;
+class ReadyWait;
 
 enum class WakeMethod { eventfd, msg_ring };
 
@@ -146,7 +147,7 @@ class IoWait {
   bool completed = false;      // remote lock
   bool cancel_queued = false;  // remote lock
   IoWait* next_cancel = nullptr;
-  void* backend = nullptr;       // per-backend state (epoll: the slot)
+  ReadyWait* ready = nullptr;    // the readiness wait this is part of, if any
   IoWait* token_next = nullptr;  // the token's list, guarded by the token's lock
   IoWait* token_prev = nullptr;
 
@@ -174,7 +175,7 @@ class ReadyWait {
   TimerEntry timer;
   bool has_timer = false;
   bool fired = false;  // the deadline passed
-  bool done = false;   // epoll: completed once
+  bool done = false;   // completed once (a late event or cancel finds it done)
   int fd = -1;
   bool dup_fd = false;  // epoll: fd is this wait's own duplicate, closed when it completes
   uint32_t slot = 0;    // epoll: wait-table slot

@@ -225,8 +225,8 @@ class IoUringDriver final : public IoDriver {
   int arm_ready(ReadyWait& r, int fd, short events, TimePoint deadline, CancelToken* token,
                 ReadyWait::Callback fn, void* arg) override {
     r.io.reset(this, token);
-    r.io.backend = &r;
-    r.io.on_complete = [](IoWait* w) { finish_ready(*static_cast<ReadyWait*>(w->backend)); };
+    r.io.ready = &r;
+    r.io.on_complete = [](IoWait* w) { finish_ready(*w->ready); };
     r.fn = fn;
     r.arg = arg;
     r.fd = fd;
