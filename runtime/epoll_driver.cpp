@@ -79,17 +79,14 @@ class EpollDriver final : public IoDriver {
     switch (r.op) {
       case IoOpcode::accept: {
         int64_t fd = retry(r, POLLIN, [&] {
-          return ::accept4(r.fd, static_cast<sockaddr*>(r.buf), r.addrlen, r.flags);
+          return ::accept4(r.fd, r.args.accept.addr, r.args.accept.addrlen, r.args.accept.flags);
         });
         if (fd >= 0) current()->forget(static_cast<int>(fd));  // a new file: nothing registered
         return fd;
       }
       case IoOpcode::connect: {
         current()->forget(r.fd);  // a new socket, whatever this number held before
-        if (::connect(r.fd, static_cast<const sockaddr*>(r.buf), static_cast<socklen_t>(r.len)) ==
-            0) {
-          return 0;
-        }
+        if (::connect(r.fd, r.args.connect.addr, r.args.connect.addrlen) == 0) return 0;
         if (errno != EINPROGRESS && errno != EAGAIN) return -errno;
         int64_t w = current()->wait_ready(r.fd, POLLOUT, r.deadline, r.token);
         if (w < 0) return w;
@@ -99,43 +96,52 @@ class EpollDriver final : public IoDriver {
         return -err;
       }
       case IoOpcode::recv:
-        return retry(r, POLLIN, [&] { return ::recv(r.fd, r.buf, r.len, r.flags | MSG_DONTWAIT); });
+        return retry(r, POLLIN, [&] {
+          const SocketIoArgs& a = r.args.socket;
+          return ::recv(r.fd, a.buf, a.len, a.msg_flags | MSG_DONTWAIT);
+        });
       case IoOpcode::send:
-        return retry(r, POLLOUT,
-                     [&] { return ::send(r.fd, r.buf, r.len, r.flags | MSG_DONTWAIT); });
+        return retry(r, POLLOUT, [&] {
+          const SocketIoArgs& a = r.args.socket;
+          return ::send(r.fd, a.buf, a.len, a.msg_flags | MSG_DONTWAIT);
+        });
       case IoOpcode::sendmsg:
         return retry(r, POLLOUT, [&] {
-          return ::sendmsg(r.fd, static_cast<const msghdr*>(r.buf), r.flags | MSG_DONTWAIT);
+          return ::sendmsg(r.fd, r.args.message.msg, r.args.message.msg_flags | MSG_DONTWAIT);
         });
       case IoOpcode::read:
         return retry(r, POLLIN, [&] {
-          return r.off_in >= 0 ? ::pread(r.fd, r.buf, r.len, r.off_in) : ::read(r.fd, r.buf, r.len);
+          const FileIoArgs& a = r.args.file;
+          return a.offset >= 0 ? ::pread(r.fd, a.buf, a.len, a.offset) : ::read(r.fd, a.buf, a.len);
         });
       case IoOpcode::write:
         return retry(r, POLLOUT, [&] {
-          return r.off_in >= 0 ? ::pwrite(r.fd, r.buf, r.len, r.off_in)
-                               : ::write(r.fd, r.buf, r.len);
+          const FileIoArgs& a = r.args.file;
+          return a.offset >= 0 ? ::pwrite(r.fd, a.buf, a.len, a.offset)
+                               : ::write(r.fd, a.buf, a.len);
         });
       case IoOpcode::splice:
         return do_splice(r);
       case IoOpcode::sendfile:
         return retry(r, POLLOUT, [&] {
-          off_t off = r.off_in;
-          ssize_t n = ::sendfile(r.fd_out, r.fd, r.off_in >= 0 ? &off : nullptr, r.len);
-          return n;
+          const SendfileArgs& a = r.args.sendfile;
+          off_t off = a.offset;
+          return ::sendfile(a.fd_out, r.fd, a.offset >= 0 ? &off : nullptr, a.len);
         });
       case IoOpcode::openat2:
-        return io::openat2_now(r.fd, r.path, r.how.flags, r.how.mode, r.how.resolve);
+        return io::openat2_now(r.fd, r.args.open.path, r.args.open.how.flags, r.args.open.how.mode,
+                               r.args.open.how.resolve);
       case IoOpcode::statx:
-        return ::statx(r.fd, r.path, r.flags, r.mask, static_cast<struct ::statx*>(r.buf)) < 0
+        return ::statx(r.fd, r.args.stat.path, r.args.stat.flags, r.args.stat.mask,
+                       r.args.stat.out) < 0
                    ? -errno
                    : 0;
       case IoOpcode::close:
         return ::close(r.fd) < 0 ? -errno : 0;
       case IoOpcode::shutdown:
-        return ::shutdown(r.fd, r.flags) < 0 ? -errno : 0;
+        return ::shutdown(r.fd, r.args.shutdown.how) < 0 ? -errno : 0;
       case IoOpcode::poll:
-        return wait_ready(r.fd, static_cast<short>(r.flags), r.deadline, r.token);
+        return wait_ready(r.fd, r.args.poll.events, r.deadline, r.token);
     }
     return -ENOSYS;
   }
@@ -185,7 +191,7 @@ class EpollDriver final : public IoDriver {
   // Runs attempt() until it does not say EAGAIN, waiting for `events` on the request's fd.
   template <typename Attempt>
   int64_t retry(IoRequest& r, short events, Attempt attempt) {
-    int fd = (r.op == IoOpcode::sendfile || r.op == IoOpcode::splice) ? r.fd_out : r.fd;
+    int fd = readiness_fd(r);
     if (r.poll_first) {
       int64_t w = current()->wait_ready(fd, events, r.deadline, r.token);
       if (w < 0) return w;
@@ -205,16 +211,16 @@ class EpollDriver final : public IoDriver {
     bool wait_in = false;
     while (true) {
       if (r.token && r.token->cancelled()) return -ECANCELED;
-      loff_t in = r.off_in, out = r.off_out;
-      ssize_t n =
-          ::splice(r.fd, r.off_in >= 0 ? &in : nullptr, r.fd_out, r.off_out >= 0 ? &out : nullptr,
-                   r.len, static_cast<unsigned>(r.flags) | SPLICE_F_NONBLOCK);
+      const SpliceArgs& a = r.args.splice;
+      loff_t in = a.off_in, out = a.off_out;
+      ssize_t n = ::splice(r.fd, a.off_in >= 0 ? &in : nullptr, a.fd_out,
+                           a.off_out >= 0 ? &out : nullptr, a.len, a.flags | SPLICE_F_NONBLOCK);
       if (n >= 0) return n;
       if (errno == EINTR) continue;
       if (errno != EAGAIN) return -errno;
       // Either the destination is full or a source pipe is empty: wait on each in turn.
       int64_t w = wait_in ? current()->wait_ready(r.fd, POLLIN, r.deadline, r.token)
-                          : current()->wait_ready(r.fd_out, POLLOUT, r.deadline, r.token);
+                          : current()->wait_ready(a.fd_out, POLLOUT, r.deadline, r.token);
       if (w < 0) return w;
       wait_in = !wait_in;
     }

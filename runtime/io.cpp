@@ -39,9 +39,7 @@ int socket(int domain, int type, int protocol) {
 int accept(int fd, sockaddr* addr, socklen_t* addrlen, TimePoint deadline, CancelToken* token) {
   IoRequest r{.op = IoOpcode::accept,
               .fd = fd,
-              .buf = addr,
-              .addrlen = addrlen,
-              .flags = SOCK_NONBLOCK | SOCK_CLOEXEC,
+              .args = {.accept = {addr, addrlen, SOCK_NONBLOCK | SOCK_CLOEXEC}},
               .deadline = deadline,
               .token = token};
   return static_cast<int>(run(r));
@@ -51,8 +49,7 @@ int connect(int fd, const sockaddr* addr, socklen_t addrlen, TimePoint deadline,
             CancelToken* token) {
   IoRequest r{.op = IoOpcode::connect,
               .fd = fd,
-              .buf = const_cast<sockaddr*>(addr),
-              .len = addrlen,
+              .args = {.connect = {addr, addrlen}},
               .deadline = deadline,
               .token = token};
   return static_cast<int>(run(r));
@@ -64,9 +61,7 @@ int64_t recv_request(int fd, void* buf, std::size_t len, int flags, TimePoint de
                      CancelToken* token, bool poll_first) {
   IoRequest r{.op = IoOpcode::recv,
               .fd = fd,
-              .buf = buf,
-              .len = len,
-              .flags = flags,
+              .args = {.socket = {buf, len, flags}},
               .deadline = deadline,
               .token = token,
               .poll_first = poll_first};
@@ -89,9 +84,7 @@ int64_t send(int fd, const void* buf, std::size_t len, int flags, TimePoint dead
              CancelToken* token) {
   IoRequest r{.op = IoOpcode::send,
               .fd = fd,
-              .buf = const_cast<void*>(buf),
-              .len = len,
-              .flags = flags | MSG_NOSIGNAL,
+              .args = {.socket = {const_cast<void*>(buf), len, flags | MSG_NOSIGNAL}},
               .deadline = deadline,
               .token = token};
   return run(r);
@@ -104,8 +97,7 @@ int64_t sendv(int fd, const iovec* iov, int iovcnt, int flags, TimePoint deadlin
   msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
   IoRequest r{.op = IoOpcode::sendmsg,
               .fd = fd,
-              .buf = &msg,
-              .flags = flags | MSG_NOSIGNAL,
+              .args = {.message = {&msg, flags | MSG_NOSIGNAL}},
               .deadline = deadline,
               .token = token};
   return run(r);
@@ -159,9 +151,7 @@ int64_t read(int fd, void* buf, std::size_t len, int64_t offset, TimePoint deadl
              CancelToken* token) {
   IoRequest r{.op = IoOpcode::read,
               .fd = fd,
-              .buf = buf,
-              .len = len,
-              .off_in = offset,
+              .args = {.file = {buf, len, offset}},
               .deadline = deadline,
               .token = token};
   return run(r);
@@ -171,9 +161,7 @@ int64_t write(int fd, const void* buf, std::size_t len, int64_t offset, TimePoin
               CancelToken* token) {
   IoRequest r{.op = IoOpcode::write,
               .fd = fd,
-              .buf = const_cast<void*>(buf),
-              .len = len,
-              .off_in = offset,
+              .args = {.file = {const_cast<void*>(buf), len, offset}},
               .deadline = deadline,
               .token = token};
   return run(r);
@@ -183,11 +171,7 @@ int64_t splice(int fd_in, int64_t off_in, int fd_out, int64_t off_out, std::size
                unsigned flags, TimePoint deadline, CancelToken* token) {
   IoRequest r{.op = IoOpcode::splice,
               .fd = fd_in,
-              .fd_out = fd_out,
-              .len = len,
-              .flags = static_cast<int>(flags),
-              .off_in = off_in,
-              .off_out = off_out,
+              .args = {.splice = {fd_out, off_in, off_out, len, flags}},
               .deadline = deadline,
               .token = token};
   return run(r);
@@ -197,19 +181,17 @@ int64_t sendfile(int fd_out, int fd_in, int64_t offset, std::size_t len, TimePoi
                  CancelToken* token) {
   IoRequest r{.op = IoOpcode::sendfile,
               .fd = fd_in,
-              .fd_out = fd_out,
-              .len = len,
-              .off_in = offset,
+              .args = {.sendfile = {fd_out, offset, len}},
               .deadline = deadline,
               .token = token};
   return run(r);
 }
 
 int openat2(int dirfd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
-  IoRequest r{.op = IoOpcode::openat2,
-              .fd = dirfd,
-              .path = path,
-              .how = {.flags = flags | O_CLOEXEC, .mode = mode, .resolve = resolve}};
+  IoRequest r{
+      .op = IoOpcode::openat2,
+      .fd = dirfd,
+      .args = {.open = {path, {.flags = flags | O_CLOEXEC, .mode = mode, .resolve = resolve}}}};
   return static_cast<int>(run(r));
 }
 
@@ -221,8 +203,7 @@ int openat2_now(int dirfd, const char* path, uint64_t flags, uint64_t mode, uint
 }
 
 int statx(int dirfd, const char* path, int flags, unsigned mask, struct ::statx* out) {
-  IoRequest r{
-      .op = IoOpcode::statx, .fd = dirfd, .buf = out, .flags = flags, .path = path, .mask = mask};
+  IoRequest r{.op = IoOpcode::statx, .fd = dirfd, .args = {.stat = {path, flags, mask, out}}};
   return static_cast<int>(run(r));
 }
 
@@ -232,13 +213,16 @@ int close(int fd) {
 }
 
 int shutdown(int fd, int how) {
-  IoRequest r{.op = IoOpcode::shutdown, .fd = fd, .flags = how};
+  IoRequest r{.op = IoOpcode::shutdown, .fd = fd, .args = {.shutdown = {how}}};
   return static_cast<int>(run(r));
 }
 
 int poll(int fd, short events, TimePoint deadline, CancelToken* token) {
-  IoRequest r{
-      .op = IoOpcode::poll, .fd = fd, .flags = events, .deadline = deadline, .token = token};
+  IoRequest r{.op = IoOpcode::poll,
+              .fd = fd,
+              .args = {.poll = {events}},
+              .deadline = deadline,
+              .token = token};
   return static_cast<int>(run(r));
 }
 

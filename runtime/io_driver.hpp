@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -90,24 +91,90 @@ enum class IoOpcode : uint8_t {
   poll
 };
 
-/// One operation, as the io:: functions fill it in.
+// The operands of each operation, one struct per opcode (as liburing has one prep function
+// per operation), so that no field means one thing for one operation and another for the next.
+struct AcceptArgs {
+  sockaddr* addr;      // the peer's address, or null
+  socklen_t* addrlen;  // in: its room; out: its length
+  int flags;           // accept4(2) flags
+};
+struct ConnectArgs {
+  const sockaddr* addr;
+  socklen_t addrlen;
+};
+struct SocketIoArgs {  // recv, send
+  void* buf;
+  std::size_t len;
+  int msg_flags;  // MSG_*
+};
+struct MessageArgs {  // sendmsg
+  const msghdr* msg;
+  int msg_flags;
+};
+struct FileIoArgs {  // read, write
+  void* buf;
+  std::size_t len;
+  int64_t offset;  // -1: the file position
+};
+struct SpliceArgs {  // from IoRequest::fd to fd_out, one of them a pipe
+  int fd_out;
+  int64_t off_in;   // -1: none (a pipe)
+  int64_t off_out;  // -1: none
+  std::size_t len;
+  unsigned flags;  // SPLICE_F_*
+};
+struct SendfileArgs {  // from the file IoRequest::fd to the socket fd_out
+  int fd_out;
+  int64_t offset;  // -1: the file position
+  std::size_t len;
+};
+struct OpenArgs {  // openat2 under the directory IoRequest::fd
+  const char* path;
+  open_how how;
+};
+struct StatxArgs {  // statx under the directory IoRequest::fd
+  const char* path;
+  int flags;  // AT_*
+  unsigned mask;
+  struct ::statx* out;
+};
+struct ShutdownArgs {
+  int how;  // SHUT_*
+};
+struct PollArgs {
+  short events;  // POLL*
+};
+
+/// One operation, as the io:: functions fill it in: the opcode, the descriptor it works on,
+/// and that opcode's operands in `args` (close has none).
 struct IoRequest {
   IoOpcode op;
-  int fd = -1;                   // the operand; for splice/sendfile the source; for openat2 the dir
-  int fd_out = -1;               // splice/sendfile destination
-  void* buf = nullptr;           // data; or sockaddr (accept/connect); or struct statx*
-  uint64_t len = 0;              // bytes; or socklen_t (connect)
-  socklen_t* addrlen = nullptr;  // accept
-  int flags = 0;                 // MSG_*, accept4 flags, statx flags, poll events, SHUT_*, splice
-  int64_t off_in = -1;           // read/write/sendfile/splice source offset (-1: none)
-  int64_t off_out = -1;          // splice destination offset
-  const char* path = nullptr;
-  open_how how{};     // openat2: flags, mode, resolve
-  unsigned mask = 0;  // statx mask
+  int fd = -1;
+  union Args {
+    AcceptArgs accept;
+    ConnectArgs connect;
+    SocketIoArgs socket;  // recv, send
+    MessageArgs message;  // sendmsg
+    FileIoArgs file;      // read, write
+    SpliceArgs splice;
+    SendfileArgs sendfile;
+    OpenArgs open;
+    StatxArgs stat;
+    ShutdownArgs shutdown;
+    PollArgs poll;
+  } args{};
   TimePoint deadline = kNoDeadline;
   CancelToken* token = nullptr;
   bool poll_first = false;  // epoll: wait for readiness before the first try (recv_when_ready)
 };
+
+/// Returns the descriptor whose readiness `r` waits for when it cannot go on at once: the
+/// destination socket of a splice or sendfile, else the request's own descriptor.
+inline int readiness_fd(const IoRequest& r) {
+  if (r.op == IoOpcode::splice) return r.args.splice.fd_out;
+  if (r.op == IoOpcode::sendfile) return r.args.sendfile.fd_out;
+  return r.fd;
+}
 
 /// The wait state of one operation in flight, on the waiting fiber's stack (or in a
 /// ReadyWait, for a wait with no fiber behind it).

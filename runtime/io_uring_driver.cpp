@@ -62,11 +62,8 @@ Readiness readiness_for(const IoRequest& r) {
     case IoOpcode::recv:
     case IoOpcode::read:
       return {r.fd, POLLIN};
-    case IoOpcode::splice:
-    case IoOpcode::sendfile:
-      return {r.fd_out, POLLOUT};
     default:
-      return {r.fd, POLLOUT};
+      return {readiness_fd(r), POLLOUT};
   }
 }
 
@@ -306,54 +303,57 @@ class IoUringDriver final : public IoDriver {
   static void prep(io_uring_sqe* sqe, const IoRequest& r) {
     switch (r.op) {
       case IoOpcode::accept:
-        io_uring_prep_accept(sqe, r.fd, static_cast<sockaddr*>(r.buf), r.addrlen, r.flags);
+        io_uring_prep_accept(sqe, r.fd, r.args.accept.addr, r.args.accept.addrlen,
+                             r.args.accept.flags);
         break;
       case IoOpcode::connect:
-        io_uring_prep_connect(sqe, r.fd, static_cast<const sockaddr*>(r.buf),
-                              static_cast<socklen_t>(r.len));
+        io_uring_prep_connect(sqe, r.fd, r.args.connect.addr, r.args.connect.addrlen);
         break;
       case IoOpcode::recv:
-        io_uring_prep_recv(sqe, r.fd, r.buf, r.len, r.flags);
+        io_uring_prep_recv(sqe, r.fd, r.args.socket.buf, r.args.socket.len,
+                           r.args.socket.msg_flags);
         break;
       case IoOpcode::send:
-        io_uring_prep_send(sqe, r.fd, r.buf, r.len, r.flags);
+        io_uring_prep_send(sqe, r.fd, r.args.socket.buf, r.args.socket.len,
+                           r.args.socket.msg_flags);
         break;
       case IoOpcode::sendmsg:
-        io_uring_prep_sendmsg(sqe, r.fd, static_cast<const msghdr*>(r.buf),
-                              static_cast<unsigned>(r.flags));
+        io_uring_prep_sendmsg(sqe, r.fd, r.args.message.msg,
+                              static_cast<unsigned>(r.args.message.msg_flags));
         break;
       case IoOpcode::read:
-        io_uring_prep_read(sqe, r.fd, r.buf,
-                           static_cast<unsigned>(std::min<uint64_t>(r.len, UINT_MAX)),
-                           static_cast<uint64_t>(r.off_in));
+        io_uring_prep_read(sqe, r.fd, r.args.file.buf,
+                           static_cast<unsigned>(std::min<uint64_t>(r.args.file.len, UINT_MAX)),
+                           static_cast<uint64_t>(r.args.file.offset));
         break;
       case IoOpcode::write:
-        io_uring_prep_write(sqe, r.fd, r.buf,
-                            static_cast<unsigned>(std::min<uint64_t>(r.len, UINT_MAX)),
-                            static_cast<uint64_t>(r.off_in));
+        io_uring_prep_write(sqe, r.fd, r.args.file.buf,
+                            static_cast<unsigned>(std::min<uint64_t>(r.args.file.len, UINT_MAX)),
+                            static_cast<uint64_t>(r.args.file.offset));
         break;
       case IoOpcode::splice:
-        io_uring_prep_splice(sqe, r.fd, r.off_in, r.fd_out, r.off_out,
-                             static_cast<unsigned>(std::min<uint64_t>(r.len, UINT_MAX)),
-                             static_cast<unsigned>(r.flags));
+        io_uring_prep_splice(sqe, r.fd, r.args.splice.off_in, r.args.splice.fd_out,
+                             r.args.splice.off_out,
+                             static_cast<unsigned>(std::min<uint64_t>(r.args.splice.len, UINT_MAX)),
+                             r.args.splice.flags);
         break;
       case IoOpcode::openat2: {
         // open_how is read at submission; the request outlives it (the fiber is parked).
-        io_uring_prep_openat2(sqe, r.fd, r.path, const_cast<open_how*>(&r.how));
+        io_uring_prep_openat2(sqe, r.fd, r.args.open.path, const_cast<open_how*>(&r.args.open.how));
         break;
       }
       case IoOpcode::statx:
-        io_uring_prep_statx(sqe, r.fd, r.path, r.flags, r.mask,
-                            static_cast<struct ::statx*>(r.buf));
+        io_uring_prep_statx(sqe, r.fd, r.args.stat.path, r.args.stat.flags, r.args.stat.mask,
+                            r.args.stat.out);
         break;
       case IoOpcode::close:
         io_uring_prep_close(sqe, r.fd);
         break;
       case IoOpcode::shutdown:
-        io_uring_prep_shutdown(sqe, r.fd, r.flags);
+        io_uring_prep_shutdown(sqe, r.fd, r.args.shutdown.how);
         break;
       case IoOpcode::poll:
-        io_uring_prep_poll_add(sqe, r.fd, static_cast<unsigned>(r.flags));
+        io_uring_prep_poll_add(sqe, r.fd, static_cast<unsigned>(r.args.poll.events));
         break;
       case IoOpcode::sendfile:
         break;  // handled synchronously
@@ -363,15 +363,16 @@ class IoUringDriver final : public IoDriver {
   // sendfile has no io_uring opcode: the copy itself does not block for cached files, so do
   // it here on the non-blocking socket and poll through the ring when the socket is full.
   int64_t do_sendfile(IoRequest& req) {
-    off_t off = req.off_in;
+    const SendfileArgs& a = req.args.sendfile;
+    off_t off = a.offset;
     while (true) {
-      ssize_t n = ::sendfile(req.fd_out, req.fd, req.off_in >= 0 ? &off : nullptr, req.len);
+      ssize_t n = ::sendfile(a.fd_out, req.fd, a.offset >= 0 ? &off : nullptr, a.len);
       if (n >= 0) return n;
       if (errno == EINTR) continue;
       if (errno != EAGAIN) return -errno;
       IoRequest p{.op = IoOpcode::poll,
-                  .fd = req.fd_out,
-                  .flags = POLLOUT,
+                  .fd = a.fd_out,
+                  .args = {.poll = {POLLOUT}},
                   .deadline = req.deadline,
                   .token = req.token};
       int64_t r = execute(p);
