@@ -69,8 +69,9 @@ bool ResponseWriter::write(const Reply& reply, const Request* req, bool close,
   HeadBuffer h;
   build_head(h, reply, req, close);
   if (h.overflowed()) {
-    // Cannot happen with the server's own fields (the buffer is generous): say so, answer
-    // 500, and end the connection.
+    // The handler keeps client-sized fields (a redirect's Location) within the buffer, so
+    // this is the server's own fields (a very long server_name): say so, answer 500, and end
+    // the connection.
     spdlog::error("{}: the head of a {} overflowed {} bytes; answering 500", peer_, reply.status,
                   HeadBuffer::kCapacity);
     write(Reply::error_page(500), req, true, note);

@@ -9,11 +9,16 @@
 #include "server/conditional.hpp"
 #include "server/listing.hpp"
 #include "server/path.hpp"
+#include "server/response.hpp"
 #include "server/status.hpp"
 
 namespace weft::http {
 
 namespace {
+
+// Room kept in a redirect's head for everything but its Location (status line, Server, Date,
+// Content-Type, Content-Length, Connection): about 200 bytes with a short server_name.
+constexpr std::size_t kHeadFieldsReserve = 512;
 
 std::string_view query_of(std::string_view target) {
   auto q = target.find('?');
@@ -43,6 +48,11 @@ Reply directory_reply(ServerContext& ctx, const Request& req, ConnectionWork& wo
     work.scratch.assign("Location: ");
     append_encoded_path(work.path, work.scratch);
     work.scratch.append("/").append(query_of(req.target())).append("\r\n");
+    // The Location repeats the target (encoded, with its query): one too long for the head
+    // buffer, beside the other fields, is refused as a target too long to redirect.
+    if (work.scratch.size() > HeadBuffer::kCapacity - kHeadFieldsReserve) {
+      return Reply::error_page(414);
+    }
     return Reply::error_page(301, work.scratch);
   }
   if (FileRef index = find_index(ctx, work)) {

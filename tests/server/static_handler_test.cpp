@@ -100,6 +100,16 @@ TEST_F(StaticHandlerTest, ADirectoryWithoutItsSlashIsRedirected) {
   });
 }
 
+TEST_F(StaticHandlerTest, ARedirectTooLongForTheHeadIs414) {
+  std::string query(1800, 'q');
+  EXPECT_EQ(status_of("GET /dir?" + query + " HTTP/1.1\r\nHost: x\r\n\r\n"), 414);
+  std::string fits(1200, 'q');
+  answer("GET /dir?" + fits + " HTTP/1.1\r\nHost: x\r\n\r\n", [](const Reply& r, ConnectionWork&) {
+    EXPECT_EQ(r.status, 301);
+    EXPECT_EQ(r.extra.size(), std::string_view("Location: /dir/?\r\n").size() + 1200);
+  });
+}
+
 TEST_F(StaticHandlerTest, IndexFileOrListing) {
   answer("GET /dir/ HTTP/1.1\r\nHost: x\r\n\r\n", [](const Reply& r, ConnectionWork&) {
     EXPECT_EQ(r.kind, Reply::Kind::file);

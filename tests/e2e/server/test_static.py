@@ -162,6 +162,15 @@ class Static:
     def test_empty_file(self):
         self.assert_file(self.srv.curl("/empty.txt"), b"", "text/plain")
 
+    def test_redirect_with_a_long_query(self):
+        # The Location repeats the query: one that fits is redirected with it, one too long
+        # for the response head is 414, never a 301 without its Location.
+        q = "q" * 1200
+        r = self.srv.exchange(b"GET /dir?%s HTTP/1.1\r\nHost: x\r\n\r\n" % q.encode())[0]
+        self.assertEqual((r.status, r.header("Location")), (301, "/dir/?" + q))
+        r = self.srv.exchange(b"GET /dir?%s HTTP/1.1\r\nHost: x\r\n\r\n" % (b"q" * 1800))[0]
+        self.assert_error(r, 414, "URI Too Long")
+
     def test_absolute_form(self):
         for target, body in ((b"http://other.example/hello.txt", site.HELLO),
                              (b"HTTP://x:80/dir/sub/deep.txt?q", site.DEEP),
