@@ -77,24 +77,10 @@ class EpollDriver final : public IoDriver {
   int64_t execute(IoRequest& r) override {
     bump_owned(ops_);
     switch (r.op) {
-      case IoOpcode::accept: {
-        int64_t fd = retry(r, POLLIN, [&] {
-          return ::accept4(r.fd, r.args.accept.addr, r.args.accept.addrlen, r.args.accept.flags);
-        });
-        if (fd >= 0) current()->forget(static_cast<int>(fd));  // a new file: nothing registered
-        return fd;
-      }
-      case IoOpcode::connect: {
-        current()->forget(r.fd);  // a new socket, whatever this number held before
-        if (::connect(r.fd, r.args.connect.addr, r.args.connect.addrlen) == 0) return 0;
-        if (errno != EINPROGRESS && errno != EAGAIN) return -errno;
-        int64_t w = current()->wait_ready(r.fd, POLLOUT, r.deadline, r.token);
-        if (w < 0) return w;
-        int err = 0;
-        socklen_t len = sizeof err;
-        if (getsockopt(r.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
-        return -err;
-      }
+      case IoOpcode::accept:
+        return do_accept(r);
+      case IoOpcode::connect:
+        return do_connect(r);
       case IoOpcode::recv:
         return retry(r, POLLIN, [&] {
           const SocketIoArgs& a = r.args.socket;
@@ -205,6 +191,26 @@ class EpollDriver final : public IoDriver {
       int64_t w = current()->wait_ready(fd, events, r.deadline, r.token);
       if (w < 0) return w;
     }
+  }
+
+  int64_t do_accept(IoRequest& r) {
+    int64_t fd = retry(r, POLLIN, [&] {
+      return ::accept4(r.fd, r.args.accept.addr, r.args.accept.addrlen, r.args.accept.flags);
+    });
+    if (fd >= 0) current()->forget(static_cast<int>(fd));  // a new file: nothing registered
+    return fd;
+  }
+
+  int64_t do_connect(IoRequest& r) {
+    current()->forget(r.fd);  // a new socket, whatever this number held before
+    if (::connect(r.fd, r.args.connect.addr, r.args.connect.addrlen) == 0) return 0;
+    if (errno != EINPROGRESS && errno != EAGAIN) return -errno;
+    int64_t w = current()->wait_ready(r.fd, POLLOUT, r.deadline, r.token);
+    if (w < 0) return w;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(r.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
+    return -err;
   }
 
   int64_t do_splice(IoRequest& r) {
