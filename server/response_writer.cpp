@@ -147,9 +147,7 @@ bool ResponseWriter::flush(int flags) {
                   ? io::send_all(fd_, w.iov[0].iov_base, w.iov[0].iov_len, flags, send_deadline(),
                                  &token_, &sent)
                   : io::sendv_all(fd_, w.iov, w.iov_count, flags, send_deadline(), &token_, &sent);
-  for (int i = 0; i < w.iov_count; ++i) w.hold[i].reset();
-  w.iov_count = 0;
-  w.arena_used = 0;
+  clear_slices();
   if (n < 0) broken_ = true;
   finish_sent(sent, n >= 0);
   return n >= 0;
@@ -177,10 +175,15 @@ void ResponseWriter::finish_sent(uint64_t sent, bool ok) {
 
 void ResponseWriter::abandon() {
   if (!work_) return;
-  for (int i = 0; i < work_->iov_count; ++i) work_->hold[i].reset();
-  work_->iov_count = 0;
-  work_->arena_used = 0;
+  clear_slices();
   finish_sent(0, false);
+}
+
+void ResponseWriter::clear_slices() {
+  ConnectionWork& w = *work_;
+  for (int i = 0; i < w.iov_count; ++i) w.hold[i].reset();
+  w.iov_count = 0;
+  w.arena_used = 0;
 }
 
 bool ResponseWriter::stream(const Reply& reply, std::string_view head, const RequestNote& note) {

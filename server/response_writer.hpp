@@ -68,6 +68,8 @@ class ResponseWriter {
 
   bool queue(const Outgoing& o, std::string_view head, const char* body, FileRef hold);
   void finish_sent(uint64_t sent, bool ok);
+  // Empties the slices and the arena, dropping the references that held cached bytes.
+  void clear_slices();
   bool stream(const Reply& reply, std::string_view head, const RequestNote& note);
   bool send_file_body(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
   bool send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
