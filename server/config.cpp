@@ -218,6 +218,7 @@ const std::vector<Field>& schema() {
       {"server", "default_type", string(&Config::default_type)},
       {"server", "backlog", integer(&Config::backlog, 1, 65535)},
       {"server", "reuseport", boolean(&Config::reuseport)},
+      {"server", "accept_bare_lf", boolean(&Config::accept_bare_lf)},
 
       {"runtime", "processors", integer(&Config::processors, 0, 1024)},
       {"runtime", "pin_processors", boolean(&Config::pin_processors)},

@@ -54,7 +54,8 @@ struct Config {
   std::filesystem::path mime_types;  // empty: /etc/mime.types
   std::string default_type = "application/octet-stream";
   int backlog = 511;
-  bool reuseport = true;  // one SO_REUSEPORT socket per processor and address, else one shared
+  bool reuseport = true;       // one SO_REUSEPORT socket per processor and address, else one shared
+  bool accept_bare_lf = true;  // a lone LF ends a line of the head (RFC 9112 §2.2); false: 400
 
   // [runtime]
   unsigned processors = 0;  // 0: one per online CPU

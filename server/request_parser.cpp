@@ -138,6 +138,33 @@ Method classify_method(std::uint8_t m) {
   }
 }
 
+// authority-form = uri-host ":" port (RFC 9112 §3.2.3), the only target CONNECT may have;
+// the port is required (RFC 9110 §9.3.6).
+bool is_authority_form(std::string_view target) {
+  const std::size_t colon = target.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == target.size()) return false;
+  const std::string_view host = target.substr(0, colon);
+  const std::string_view port = target.substr(colon + 1);
+  if (!std::all_of(port.begin(), port.end(), [](char c) { return ascii::is_digit(c); })) {
+    return false;
+  }
+  if (host.front() == '[') return host.back() == ']' && host.size() > 2;
+  return host.find_first_of(":[]%") == std::string_view::npos && is_valid_host(host);
+}
+
+// "target SP HTTP/d.d": what follows the method in a well-formed request line.
+bool is_request_line_tail(std::string_view rest) {
+  const std::size_t sp = rest.find(' ');
+  if (sp == 0 || sp == std::string_view::npos) return false;
+  for (char c : rest.substr(0, sp)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) return false;
+  }
+  const std::string_view v = rest.substr(sp + 1);
+  return v.size() == 8 && v.starts_with("HTTP/") && ascii::is_digit(v[5]) && v[6] == '.' &&
+         ascii::is_digit(v[7]);
+}
+
 std::uint32_t offset(const char* base, const char* at) {
   return static_cast<std::uint32_t>(at - base);
 }
@@ -150,6 +177,7 @@ RequestParser::RequestParser(const Config& config)
       max_uri_bytes_(config.max_uri_bytes),
       max_headers_(std::min(config.max_headers, 65535u)),
       max_body_bytes_(config.max_body_bytes),
+      accept_bare_lf_(config.accept_bare_lf),
       slots_(std::make_unique<HeaderSpan[]>(max_headers_)),
       headers_(std::make_unique<Header[]>(max_headers_)) {
   llhttp_init(&llhttp_, HTTP_REQUEST, &ParserCallbacks::settings());
@@ -193,7 +221,7 @@ ParseResult RequestParser::parse(std::span<const char> data) {
     // size of the caller's reads.
     const std::size_t limit = std::min(data.size(), max_header_bytes_);
     if (limit > fed_) {
-      const llhttp_errno_t err = llhttp_execute(&llhttp_, data.data() + fed_, limit - fed_);
+      const llhttp_errno_t err = execute_head(data, limit);
       if (err == HPE_PAUSED) {  // on_headers_complete
         head_bytes_ = static_cast<std::size_t>(llhttp_get_error_pos(&llhttp_) - data.data());
         fed_ = head_bytes_;
@@ -201,8 +229,6 @@ ParseResult RequestParser::parse(std::span<const char> data) {
         if (auto r = on_head(data)) return *r;
       } else if (err != HPE_OK) {
         return fail_llhttp(err, data);
-      } else {
-        fed_ = limit;
       }
     }
     if (phase_ == Phase::head) {
@@ -216,17 +242,48 @@ ParseResult RequestParser::parse(std::span<const char> data) {
   return parse_body(data);
 }
 
+llhttp_errno_t RequestParser::execute_head(std::span<const char> data, std::size_t limit) {
+  // llhttp 8.1's strict mode takes a lone LF after the request line and the last field but
+  // not after a field value, and its lenient-headers flag would also let control bytes and
+  // "Name :" through. So with accept_bare_lf, llhttp is given a CR of its own before each
+  // lone LF: it sees CRLF everywhere, while every view stays in `data` (spans split at the
+  // CR are joined by offset; the empty span llhttp reports inside the CR is ignored).
+  static constexpr char kCr = '\r';
+  while (fed_ < limit) {
+    std::size_t end = limit;
+    if (accept_bare_lf_) {
+      const std::string_view s(data.data(), limit);
+      for (std::size_t i = s.find('\n', fed_); i != std::string_view::npos;
+           i = s.find('\n', i + 1)) {
+        if (i == 0 || s[i - 1] != '\r') {
+          end = i;
+          break;
+        }
+      }
+    }
+    if (end > fed_) {
+      const llhttp_errno_t err = llhttp_execute(&llhttp_, data.data() + fed_, end - fed_);
+      fed_ = end;
+      if (err != HPE_OK) return err;
+    }
+    if (end < limit) {
+      if (const llhttp_errno_t err = llhttp_execute(&llhttp_, &kCr, 1); err != HPE_OK) return err;
+      // The LF itself goes to llhttp with the next piece.
+      if (const llhttp_errno_t err = llhttp_execute(&llhttp_, data.data() + end, 1);
+          err != HPE_OK) {
+        fed_ = end + 1;
+        return err;
+      }
+      fed_ = end + 1;
+    }
+  }
+  return HPE_OK;
+}
+
 std::optional<ParseResult> RequestParser::on_head(std::span<const char> data) {
   const std::string_view head(data.data(), head_bytes_);
 
-  // Line endings: llhttp 8.1 accepts a bare LF in places and folds obs-fold lines into the
-  // value; both are smuggling vectors when a peer frames the message differently.
-  for (std::size_t i = head.find('\n'); i != std::string_view::npos; i = head.find('\n', i + 1)) {
-    if (i == 0 || head[i - 1] != '\r') return fail(400, "bare LF line ending");
-    if (i + 1 < head.size() && ascii::is_ows(head[i + 1])) {
-      return fail(400, "obs-fold (a header line starting with whitespace)");
-    }
-  }
+  if (auto r = check_line_endings(head)) return r;
 
   // Version: llhttp accepts 0.9 (no version at all) and 2.0 here; weft speaks 1.0 and 1.1.
   if (llhttp_.http_major != 1 || llhttp_.http_minor > 1) {
@@ -235,7 +292,8 @@ std::optional<ParseResult> RequestParser::on_head(std::span<const char> data) {
 
   // Request line: exactly "method SP target SP version" (llhttp skips runs of spaces).
   const std::size_t line_begin = head.find_first_not_of("\r\n");
-  const std::string_view line = head.substr(line_begin, head.find('\r', line_begin) - line_begin);
+  const std::string_view line =
+      head.substr(line_begin, head.find_first_of("\r\n", line_begin) - line_begin);
   if (std::count(line.begin(), line.end(), ' ') != 2) {
     return fail(400, "request line with extra whitespace");
   }
@@ -268,6 +326,9 @@ std::optional<ParseResult> RequestParser::on_head(std::span<const char> data) {
   }
 
   force_close_ = llhttp_.method == HTTP_CONNECT;
+  if (force_close_ && !is_authority_form(req.target())) {
+    return fail(400, "CONNECT target not in authority-form (host:port)");
+  }
   phase_ = Phase::body;
   const bool has_body = chunked || body_bytes_ > 0;
   if (has_body && expects_continue(req.lines(Field::expect))) {
@@ -278,6 +339,23 @@ std::optional<ParseResult> RequestParser::on_head(std::span<const char> data) {
     return ready(data);
   }
   return std::nullopt;  // go on with the body
+}
+
+std::optional<ParseResult> RequestParser::check_line_endings(std::string_view head) {
+  // llhttp 8.1 (strict) takes a lone LF in the head for a line end and folds obs-fold lines
+  // into the value. A lone CR is what a peer may frame differently (smuggling), so it is
+  // refused whatever accept_bare_lf says; a lone LF only where the operator asks for it.
+  for (std::size_t i = head.find('\r'); i != std::string_view::npos; i = head.find('\r', i + 1)) {
+    if (i + 1 == head.size() || head[i + 1] != '\n') return fail(400, "bare CR in the head");
+  }
+  for (std::size_t i = head.find('\n'); i != std::string_view::npos; i = head.find('\n', i + 1)) {
+    if (!accept_bare_lf_ && (i == 0 || head[i - 1] != '\r'))
+      return fail(400, "bare LF line ending");
+    if (i + 1 < head.size() && ascii::is_ows(head[i + 1])) {
+      return fail(400, "obs-fold (a header line starting with whitespace)");
+    }
+  }
+  return std::nullopt;
 }
 
 ParseResult RequestParser::parse_body(std::span<const char> data) {
@@ -294,20 +372,25 @@ ParseResult RequestParser::parse_body(std::span<const char> data) {
 }
 
 ParseResult RequestParser::judge_method(std::span<const char> data) {
-  // llhttp stops at the first byte that no method it knows can continue with. RFC 9110 §9.1:
-  // a well-formed method the server does not implement gets 501; anything else is 400. The
-  // token is judged once its end is in `data`, so the answer does not depend on how the
-  // bytes arrived.
+  // llhttp stops at the first byte that no method it knows can continue with. RFC 9110 §9.1
+  // and RFC 9112 §3: a well-formed request line whose method the server does not implement
+  // gets 501; a malformed line is 400. The line is judged once its end is in `data`, so the
+  // answer does not depend on how the bytes arrived.
   const std::string_view s(data.data(), data.size());
   const std::size_t begin = std::min(s.find_first_not_of("\r\n"), s.size());
   std::size_t end = begin;
   while (end < s.size() && ascii::is_tchar(s[end])) ++end;
-  if (end == s.size()) {
-    if (s.size() >= max_header_bytes_) return fail(400, "invalid method");
+  if (end < s.size() && (end == begin || s[end] != ' ')) return fail(400, "invalid method");
+  const std::size_t eol = s.find('\n', end);
+  if (eol == std::string_view::npos) {
+    if (s.size() >= max_header_bytes_)
+      return fail(414, "request line longer than max_header_bytes");
     return need_more(data.size());
   }
-  if (end > begin && s[end] == ' ') return fail(501, "method not implemented");
-  return fail(400, "invalid method");
+  std::string_view rest = s.substr(end + 1, eol - end - 1);  // "target SP version [CR]"
+  if (!rest.empty() && rest.back() == '\r') rest.remove_suffix(1);
+  if (is_request_line_tail(rest)) return fail(501, "method not implemented");
+  return fail(400, "malformed request line");
 }
 
 void RequestParser::build_request(std::span<const char> data) {
@@ -381,6 +464,7 @@ std::string_view RequestParser::view(std::span<const char> data, std::uint32_t b
 }
 
 int RequestParser::on_url(const char* at, std::size_t n) {
+  if (n == 0) return 0;  // an empty span (inside execute_head's CR) adds nothing
   const std::uint32_t off = offset(base_, at);
   if (!url_started_) {
     url_started_ = true;
@@ -394,6 +478,7 @@ int RequestParser::on_url(const char* at, std::size_t n) {
 }
 
 int RequestParser::on_version(const char* at, std::size_t n) {
+  if (n == 0) return 0;
   const std::uint32_t off = offset(base_, at);
   if (version_end_ == 0) version_begin_ = off;  // offsets are never 0: the method comes first
   version_end_ = off + static_cast<std::uint32_t>(n);
@@ -410,6 +495,7 @@ int RequestParser::on_version_complete() {
 
 int RequestParser::on_header_field(const char* at, std::size_t n) {
   if (head_done_) return on_metadata(n);  // a trailer field: counted, then ignored
+  if (n == 0) return 0;
   const std::uint32_t off = offset(base_, at);
   if (!in_field_) {
     if (nslots_ == max_headers_) return user_error(431, "more header fields than max_headers");
@@ -437,6 +523,7 @@ int RequestParser::on_header_field_complete() {
 
 int RequestParser::on_header_value(const char* at, std::size_t n) {
   if (head_done_) return on_metadata(n);
+  if (n == 0) return 0;
   const std::uint32_t off = offset(base_, at);
   HeaderSpan& s = slots_[nslots_];
   if (!in_value_) {

@@ -22,12 +22,15 @@
 //
 // llhttp is built in strict mode (LLHTTP_STRICT_MODE, cmake/Llhttp.cmake: without it llhttp
 // 8.1 takes any byte after a CR for the LF, so "\r\n\rX" ends a head) and runs with no
-// lenient flag; weft adds what llhttp 8.1 lets through even so: bare LF,
-// obs-fold, whitespace before the colon, an empty field name, extra spaces in the request
-// line, control bytes in the target, a missing or repeated or malformed Host in HTTP/1.1,
-// Transfer-Encoding in HTTP/1.0, unknown transfer codings (501), and versions other than
-// 1.0 and 1.1 (505). llhttp itself rejects Content-Length with Transfer-Encoding, repeated or
-// malformed Content-Length, "chunked" not last, bad chunk sizes, and control bytes in values.
+// lenient flag; weft adds what llhttp 8.1 lets through even so: a bare CR, a bare LF when
+// accept_bare_lf is off (on, a lone LF ends a line of the head as RFC 9112 §2.2 allows; chunk
+// framing stays CRLF-only, as llhttp's strict mode has it), obs-fold, whitespace before the colon,
+// an empty field name, extra spaces in the request line, control bytes in the target, a missing or
+// repeated or malformed Host in HTTP/1.1, Transfer-Encoding in HTTP/1.0, unknown transfer codings
+// (501), and versions other than 1.0 and 1.1 (505), a CONNECT target not in authority-form (400),
+// and a request line with an unknown method (501 when the line is well-formed, else 400). llhttp
+// itself rejects Content-Length with Transfer-Encoding, repeated or malformed Content-Length,
+// "chunked" not last, bad chunk sizes, and control bytes in values.
 //
 // Limits (from Config): the head (request line and fields, through the empty line) is at most
 // max_header_bytes (431; 414 when the request line is not even complete); the target at most
@@ -119,6 +122,8 @@ class RequestParser {
   ParseResult parse_body(std::span<const char> data);
   ParseResult judge_method(std::span<const char> data);
   std::optional<ParseResult> on_head(std::span<const char> data);
+  std::optional<ParseResult> check_line_endings(std::string_view head);
+  llhttp_errno_t execute_head(std::span<const char> data, std::size_t limit);
   void build_request(std::span<const char> data);
   ParseResult ready(std::span<const char> data);
   ParseResult fail(int status, std::string_view reason);
@@ -143,6 +148,7 @@ class RequestParser {
   std::size_t max_uri_bytes_;
   std::uint32_t max_headers_;
   std::uint64_t max_body_bytes_;
+  bool accept_bare_lf_;
 
   llhttp_t llhttp_{};
   Phase phase_ = Phase::head;

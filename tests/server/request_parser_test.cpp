@@ -155,6 +155,7 @@ struct Limits {
   std::size_t max_uri_bytes = 4 * 1024;
   unsigned max_headers = 100;
   std::size_t max_body_bytes = 64 * 1024;
+  bool accept_bare_lf = true;
 };
 
 Config config_with(const Limits& l) {
@@ -163,6 +164,7 @@ Config config_with(const Limits& l) {
   c.max_uri_bytes = l.max_uri_bytes;
   c.max_headers = l.max_headers;
   c.max_body_bytes = l.max_body_bytes;
+  c.accept_bare_lf = l.accept_bare_lf;
   return c;
 }
 
@@ -367,11 +369,35 @@ std::vector<Case> table() {
       {"obs-fold tab", get("/", "X: a\r\n\tb\r\n"), {err(400)}},
       {"obs-fold after empty value", get("/", "X:\r\n b\r\n"), {err(400)}},
       {"whitespace before first field", "GET / HTTP/1.1\r\n Host: a\r\n\r\n", {err(400)}},
-      {"bare LF", "GET / HTTP/1.1\nHost: a\n\n", {err(400)}},
-      {"bare LF after request line", "GET / HTTP/1.1\nHost: a\r\n\r\n", {err(400)}},
-      {"bare LF ending a field", "GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", {err(400)}},
-      {"bare LF ending the head", "GET / HTTP/1.1\r\nHost: a\r\n\n", {err(400)}},
-      {"bare LF before the request", "\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", {err(400)}},
+      // A lone LF ends a line of the head (RFC 9112 §2.2), unless accept_bare_lf is off.
+      {"bare LF", "GET / HTTP/1.1\nHost: a\n\n", {ok("/")}},
+      {"bare LF after request line", "GET / HTTP/1.1\nHost: a\r\n\r\n", {ok("/")}},
+      {"bare LF ending a field", "GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", {ok("/")}},
+      {"bare LF ending the head", "GET / HTTP/1.1\r\nHost: a\r\n\n", {ok("/")}},
+      {"bare LF before the request", "\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", {ok("/")}},
+      {"bare LF pipelined",
+       "GET /1 HTTP/1.1\nHost: a\n\nGET /2 HTTP/1.1\nHost: a\n\n",
+       {ok("/1"), ok("/2")}},
+      {"bare LF obs-fold", "GET / HTTP/1.1\nHost: a\nX: a\n b\n\n", {err(400)}},
+      {"bare LF with extra space in the request line", "GET  / HTTP/1.1\nHost: a\n\n", {err(400)}},
+      {"bare LF CR LF", "GET / HTTP/1.1\nHost: a\n\r\n", {ok("/")}},
+      {"strict: bare LF", "GET / HTTP/1.1\nHost: a\n\n", {err(400)}, {.accept_bare_lf = false}},
+      {"strict: bare LF after request line",
+       "GET / HTTP/1.1\nHost: a\r\n\r\n",
+       {err(400)},
+       {.accept_bare_lf = false}},
+      {"strict: bare LF ending a field",
+       "GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n",
+       {err(400)},
+       {.accept_bare_lf = false}},
+      {"strict: bare LF ending the head",
+       "GET / HTTP/1.1\r\nHost: a\r\n\n",
+       {err(400)},
+       {.accept_bare_lf = false}},
+      {"strict: bare LF before the request",
+       "\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+       {err(400)},
+       {.accept_bare_lf = false}},
       {"CR without LF", "GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n", {err(400)}},
       // llhttp 8.1 built without LLHTTP_STRICT_MODE took any byte after the last CR as its
       // LF: "\r\n\rG" ended the head and "ET /x" became the next request (smuggling).
@@ -419,6 +445,27 @@ std::vector<Case> table() {
       {"unknown method 501", "FOO / HTTP/1.1\r\nHost: a\r\n\r\n", {err(501)}},
       {"known prefix, unknown method 501", "GETX / HTTP/1.1\r\nHost: a\r\n\r\n", {err(501)}},
       {"lower-case method 501", "get / HTTP/1.1\r\nHost: a\r\n\r\n", {err(501)}},
+      {"unknown method, bare LF 501", "FOO / HTTP/1.1\nHost: a\n\n", {err(501)}},
+      {"unknown method, line incomplete", "FOO / HTTP/1.1", {more()}},
+      // RFC 9112 §3: a malformed request line is 400 whatever its first token.
+      {"junk before the method 400", "Extra lineGET / HTTP/1.1\r\nHost: a\r\n\r\n", {err(400)}},
+      {"unknown method, no version 400", "FOO /\r\nHost: a\r\n\r\n", {err(400)}},
+      {"unknown method, bad version 400", "FOO / HTTP/1\r\nHost: a\r\n\r\n", {err(400)}},
+      {"unknown method, two spaces 400", "FOO  / HTTP/1.1\r\nHost: a\r\n\r\n", {err(400)}},
+      {"unknown method, control byte in target 400", "FOO /\x01 HTTP/1.1\r\n\r\n", {err(400)}},
+      {"unknown method, line over max_header_bytes 414",
+       "FOO /" + std::string(300, 'u'),
+       {err(414)},
+       {.max_header_bytes = 256, .max_uri_bytes = 1024}},
+      // CONNECT takes only authority-form, with its port (RFC 9112 §3.2.3, RFC 9110 §9.3.6).
+      {"CONNECT without a port 400", "CONNECT localhost HTTP/1.1\r\nHost: a\r\n\r\n", {err(400)}},
+      {"CONNECT origin-form 400", "CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", {err(400)}},
+      {"CONNECT empty port 400", "CONNECT a: HTTP/1.1\r\nHost: a\r\n\r\n", {err(400)}},
+      {"CONNECT userinfo 400", "CONNECT u@a:443 HTTP/1.1\r\nHost: a\r\n\r\n", {err(400)}},
+      {"CONNECT absolute-form 400",
+       "CONNECT http://a:443/ HTTP/1.1\r\nHost: a\r\n\r\n",
+       {err(400)}},
+      {"CONNECT IPv6", "CONNECT [::1]:443 HTTP/1.1\r\nHost: a\r\n\r\n", {ok("[::1]:443", false)}},
       {"method incomplete", "FOO", {more()}},
       {"method with a non-token byte", "G@T / HTTP/1.1\r\nHost: a\r\n\r\n", {err(400)}},
       {"method then tab", "GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", {err(400)}},
@@ -658,7 +705,7 @@ TEST(RequestParser, ErrorsNameTheirReason) {
   const std::pair<std::string, std::string_view> cases[] = {
       {get("/", "Content-Length: 1\r\nTransfer-Encoding: chunked\r\n"), "Transfer-Encoding"},
       {get("/", "X: a\r\n b\r\n"), "obs-fold"},
-      {"GET / HTTP/1.1\nHost: a\r\n\r\n", "bare LF"},
+      {"GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n", "expected LF"},
       {"GET / HTTP/1.1\r\n\r\n", "Host"},
       // Strict llhttp refuses the space itself, before weft's "whitespace ... colon" check.
       {"GET / HTTP/1.1\r\nHost : a\r\n\r\n", "header token"},

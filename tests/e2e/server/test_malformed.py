@@ -43,13 +43,18 @@ class Malformed(Rejecting):
                      b"GET /hello.txt HTTP/1.1 x", b"GET /a b HTTP/1.1", b"GET",
                      b"GET /hello.txt HTTP/x.y", b"GET /hello.txt HTTTP/1.1",
                      b"GET hello.txt HTTP/1.1", b"GET /hello\x01.txt HTTP/1.1",
-                     b"G\x00T / HTTP/1.1", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"):
+                     b"G\x00T / HTTP/1.1", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+                     # RFC 9112 §3: malformed, whatever the first token is (501 is for a
+                     # well-formed line with an unknown method).
+                     b"Extra lineGET / HTTP/1.1", b"FOO /hello.txt", b"FOO  / HTTP/1.1",
+                     # CONNECT takes authority-form with a port, nothing else.
+                     b"CONNECT localhost HTTP/1.1", b"CONNECT / HTTP/1.1",
+                     b"CONNECT http://x:443/ HTTP/1.1"):
             with self.subTest(line=line):
                 self.reject(line + b"\r\nHost: x\r\n\r\n", 400)
 
     def test_bad_header_lines(self):
-        for head in (b"GET / HTTP/1.1\nHost: x\n\n",  # bare LF
-                     b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n",  # obs-fold
+        for head in (b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n",  # obs-fold
                      b"GET / HTTP/1.1\r\nHost : x\r\n\r\n",  # space before the colon
                      b"GET / HTTP/1.1\r\nHost: x\r\n: empty-name\r\n\r\n",
                      b"GET / HTTP/1.1\r\nHost: x\r\nBad\x01Name: 1\r\n\r\n",
@@ -57,6 +62,18 @@ class Malformed(Rejecting):
                      b"GET / HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n"):
             with self.subTest(head=head):
                 self.reject(head, 400)
+
+    def test_unknown_method(self):
+        self.reject(b"FOO /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n", 501)
+        self.reject(b"FOO /hello.txt HTTP/1.1\nHost: x\n\n", 501)
+
+    def test_bare_lf_accepted(self):
+        # Hand-typed and scripted requests (RFC 9112 §2.2), as NGINX takes them.
+        self.accept(b"GET /hello.txt HTTP/1.1\nHost: x\n\n" + b"GET /hello.txt HTTP/1.0\n\n",
+                    [site.HELLO, site.HELLO])
+        self.accept(b"GET /hello.txt HTTP/1.1\r\nHost: x\nX-A: 1\r\n\n", [site.HELLO])
+        self.reject(b"GET /hello.txt HTTP/1.1\nHost: x\nX-A: 1\n folded\n\n", 400)
+        self.reject(b"GET /hello.txt HTTP/1.1\nHost: x\rX-A: 1\n\n", 400)  # bare CR
 
     def test_host(self):
         self.reject(b"GET /hello.txt HTTP/1.1\r\n\r\n", 400)  # HTTP/1.1 without Host
@@ -172,7 +189,19 @@ class Limits(Rejecting):
                     b"200\r\n" + b"c" * 512 + b"\r\n201\r\n", 413)
 
 
-per_backend(globals(), Malformed, Limits)
+class StrictLineEndings(Rejecting):
+    settings = {"server": {"accept_bare_lf": False}}
+
+    def test_bare_lf_refused(self):
+        for head in (b"GET /hello.txt HTTP/1.1\nHost: x\n\n",
+                     b"GET /hello.txt HTTP/1.1\r\nHost: x\nX-A: 1\r\n\r\n",
+                     b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\n"):
+            with self.subTest(head=head):
+                self.reject(head, 400)
+        self.accept(GET_HELLO, [site.HELLO])
+
+
+per_backend(globals(), Malformed, Limits, StrictLineEndings)
 
 if __name__ == "__main__":
     unittest.main()

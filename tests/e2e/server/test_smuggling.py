@@ -72,12 +72,9 @@ CLOSING = [
     ("CL space before colon", post(b"Content-Length : 44\r\n", SMUGGLED), 400),
     ("CL obs-fold", post(b"Content-Length:\r\n 44\r\n", SMUGGLED), 400),
     ("CL empty", post(b"Content-Length: \r\n", SMUGGLED), 400),
-    # Line endings: bare LF or bare CR anywhere in the head. ("bare CR ends the head" was
-    # served, and the byte after the CR swallowed, until llhttp was built in strict mode.)
-    ("bare LF after request line",
-     b"POST /hello.txt HTTP/1.1\nHost: x\r\nContent-Length: 44\r\n\r\n" + SMUGGLED, 400),
-    ("bare LF after a field", post(b"X-A: 1\nContent-Length: 44\r\n", SMUGGLED), 400),
-    ("bare LF ends the head", b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\n" + SMUGGLED, 400),
+    # Line endings: a bare CR anywhere in the head (bare LF: see BARE_LF_STRICT). ("bare CR
+    # ends the head" was served, and the byte after the CR swallowed, until llhttp was built
+    # in strict mode.)
     ("bare CR in a field", post(b"X-A: 1\rContent-Length: 44\r\n", SMUGGLED), 400),
     ("bare CR ends the head", b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r" + SMUGGLED, 400),
     # Chunk framing.
@@ -130,6 +127,14 @@ CLOSING = [
                           SMUGGLED, 200),
 ]
 
+# With accept_bare_lf = false, a lone LF anywhere in the head closes with 400.
+BARE_LF_STRICT = [
+    ("bare LF after request line",
+     b"POST /hello.txt HTTP/1.1\nHost: x\r\nContent-Length: 44\r\n\r\n" + SMUGGLED, 400),
+    ("bare LF after a field", post(b"X-A: 1\nContent-Length: 44\r\n", SMUGGLED), 400),
+    ("bare LF ends the head", b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\n" + SMUGGLED, 400),
+]
+
 # Cases also sent one byte at a time.
 TRICKLED = {"CL.TE", "TE.CL", "CL twice, different", "TE obs-fold", "bare LF ends the head",
             "bare CR in a field", "chunk size overflow", "chunk data too long",
@@ -138,6 +143,13 @@ TRICKLED = {"CL.TE", "TE.CL", "CL twice, different", "TE obs-fold", "bare LF end
 # (note, request bytes, status): well-framed requests; the
 # connection stays open and the request after this one's body is served.
 KEEPING = [
+    # By default a lone LF ends a line of the head, as in NGINX (RFC 9112 §2.2): the framing
+    # is the same as with CRLF, so the request after it is served.
+    ("bare LF everywhere", b"GET /hello.txt HTTP/1.1\nHost: x\n\n", 200),
+    ("bare LF ends the head", b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\n", 200),
+    ("bare LF after a field, with a body", post(b"X-A: 1\nContent-Length: 5\n", b"hello"), 405),
+    ("bare LF and a chunked body", post(b"Transfer-Encoding: chunked\n",
+                                        b"5\r\nhello\r\n0\r\n\r\n"), 405),
     ("404 on keep-alive", b"GET /no-such-file HTTP/1.1\r\nHost: x\r\n\r\n", 404),
     ("405 with a Content-Length body", post(b"Content-Length: 5\r\n", b"hello"), 405),
     ("405 with a chunked body", post(b"Transfer-Encoding: chunked\r\n",
@@ -227,7 +239,28 @@ class Smuggling:
                 self.assert_closes(data + GET_HELLO, status)
 
 
-per_backend(globals(), Smuggling)
+class StrictLineEndings:
+    settings = {"server": {"accept_bare_lf": False}}
+
+    def test_bare_lf_closes(self):
+        for note, data, status in BARE_LF_STRICT:
+            with self.subTest(note):
+                Smuggling.assert_closes(self, data, status)
+
+    def test_bare_lf_closes_byte_by_byte(self):
+        for note, data, status in BARE_LF_STRICT:
+            if note not in TRICKLED:
+                continue
+            with self.subTest(note):
+                with self.srv.client() as c:
+                    for i in range(len(data)):
+                        c.send(data[i:i + 1])
+                    self.assertEqual(c.response().status, status)
+                    self.assertTrue(c.closed())
+                    self.assertEqual(bytes(c.buf), b"")
+
+
+per_backend(globals(), Smuggling, StrictLineEndings)
 
 if __name__ == "__main__":
     unittest.main()
