@@ -279,6 +279,29 @@ void FdCache::keep_bytes(FileEntry& e) {
   }
 }
 
+FdCache::Opened FdCache::open_file(const std::string& rel, struct ::statx& st) const {
+  // Look at the type before opening for reading: opening a FIFO or a device can have side
+  // effects (a tape rewinds, a writer wakes), and a UNIX socket cannot be opened at all. An
+  // O_PATH descriptor resolves the name under the same rules without opening the file.
+  const int probe = io::openat2(root_fd_, rel.c_str(), O_PATH, 0, resolve_);
+  if (probe < 0) return {-1, -probe, false};
+  const int rc = ::statx(probe, "", AT_EMPTY_PATH, kStatMask, &st) == 0 ? 0 : errno;
+  ::close(probe);
+  if (rc != 0) return {-1, rc, false};
+  if (S_ISDIR(st.stx_mode)) return {-1, 0, true};
+  if (!S_ISREG(st.stx_mode)) return {-1, EACCES, false};  // devices, FIFOs, sockets: 403
+  const int fd = io::openat2(root_fd_, rel.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, resolve_);
+  if (fd < 0) return {-1, -fd, false};
+  // Inline: the open file's inode is in memory (see stat_path). Checked again on the file
+  // itself: the name may have been replaced between the two opens.
+  if (::statx(fd, "", AT_EMPTY_PATH, kStatMask, &st) != 0 || !S_ISREG(st.stx_mode)) {
+    const int err = S_ISREG(st.stx_mode) ? errno : EACCES;
+    ::close(fd);
+    return {-1, err, false};
+  }
+  return {fd, 0, false};
+}
+
 FileRef FdCache::load(std::string_view path) {
   auto* e = new FileEntry();
   FileRef ref(e);
@@ -287,34 +310,21 @@ FileRef FdCache::load(std::string_view path) {
   e->used_ns.store(e->loaded_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
   std::string rel = root_relative(path);
   opens_.fetch_add(1, std::memory_order_relaxed);
-  int fd = io::openat2(root_fd_, rel.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, resolve_);
-  if (fd < 0) {
-    e->error = -fd;
-    return ref;
-  }
   struct ::statx st {};
-  // Inline: the open file's inode is in memory (see stat_path).
-  int rc = ::statx(fd, "", AT_EMPTY_PATH, kStatMask, &st) == 0 ? 0 : -errno;
-  if (rc < 0) {
-    ::close(fd);
-    e->error = -rc;
+  const Opened o = open_file(rel, st);
+  if (o.error != 0) {
+    e->error = o.error;
     return ref;
   }
   e->ino = st.stx_ino;
   e->dev = (uint64_t{st.stx_dev_major} << 32) | st.stx_dev_minor;
   e->mtime = st.stx_mtime.tv_sec;
   e->mtime_ns = st.stx_mtime.tv_nsec;
-  if (S_ISDIR(st.stx_mode)) {
-    ::close(fd);
+  if (o.directory) {
     e->directory = true;
     return ref;
   }
-  if (!S_ISREG(st.stx_mode)) {
-    ::close(fd);
-    e->error = EACCES;  // devices, FIFOs, sockets are never served
-    return ref;
-  }
-  e->fd = fd;
+  e->fd = o.fd;
   e->size = st.stx_size;
   keep_bytes(*e);
   e->etag = make_etag(e->mtime, e->size);

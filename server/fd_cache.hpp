@@ -102,6 +102,13 @@ class FdCache {
   };
 
   Shard& shard_for(std::string_view path);
+  // What open_file() found at a path: a regular file's descriptor, a directory, or an errno.
+  struct Opened {
+    int fd = -1;
+    int error = 0;
+    bool directory = false;
+  };
+  Opened open_file(const std::string& rel, struct ::statx& st) const;
   FileRef load(std::string_view path);
   // Reads a small regular file's bytes into `e` when the byte budget allows.
   void keep_bytes(FileEntry& e);

@@ -10,6 +10,7 @@
 
 #include "runtime/io.hpp"
 #include "server/http_date.hpp"
+#include "server/log_throttle.hpp"
 #include "server/status.hpp"
 
 namespace weft::http {
@@ -72,8 +73,9 @@ bool ResponseWriter::write(const Reply& reply, const Request* req, bool close,
     // The handler keeps client-sized fields (a redirect's Location) within the buffer, so
     // this is the server's own fields (a very long server_name): say so, answer 500, and end
     // the connection.
-    spdlog::error("{}: the head of a {} overflowed {} bytes; answering 500", peer_, reply.status,
-                  HeadBuffer::kCapacity);
+    static LogThrottle overflowed{10};
+    overflowed.log(spdlog::level::err, "{}: the head of a {} overflowed {} bytes; answering 500",
+                   peer_, reply.status, HeadBuffer::kCapacity);
     write(Reply::error_page(500), req, true, note);
     return false;
   }
@@ -220,7 +222,9 @@ void ResponseWriter::on_body_error(const FileEntry& file, int64_t result) {
   // file (EIO from the disk, say) and deserves a loud line. The path is client input: quoted.
   switch (result) {
     case 0:
-      spdlog::warn("{}: {:?} shrank while being sent; closing", peer_, file.path);
+      static LogThrottle shrank{10};
+      shrank.log(spdlog::level::warn, "{}: {:?} shrank while being sent; closing", peer_,
+                 file.path);
       break;
     case -EPIPE:
     case -ECONNRESET:
@@ -231,8 +235,9 @@ void ResponseWriter::on_body_error(const FileEntry& file, int64_t result) {
                     std::strerror(static_cast<int>(-result)));
       break;
     default:
-      spdlog::error("{}: sending {:?}: {}; closing", peer_, file.path,
-                    std::strerror(static_cast<int>(-result)));
+      static LogThrottle failed{10};
+      failed.log(spdlog::level::err, "{}: sending {:?}: {}; closing", peer_, file.path,
+                 std::strerror(static_cast<int>(-result)));
       break;
   }
   broken_ = true;

@@ -3,11 +3,13 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 
 #include <spdlog/spdlog.h>
 
 #include "server/conditional.hpp"
 #include "server/listing.hpp"
+#include "server/log_throttle.hpp"
 #include "server/path.hpp"
 #include "server/response.hpp"
 #include "server/status.hpp"
@@ -103,6 +105,24 @@ Reply file_reply(const Request& req, ConnectionWork& work, FileRef file) {
   return r;
 }
 
+// One error-log line for a lookup that failed, at most ten a second per level from info up:
+// a client can ask for a refused symlink or an unreadable file on every request.
+void log_lookup_error(const ErrnoStatus& es, std::string_view peer, const Request& req,
+                      std::string_view path, int err) {
+  static LogThrottle throttles[] = {LogThrottle{10}, LogThrottle{10}, LogThrottle{10},
+                                    LogThrottle{10}, LogThrottle{10}, LogThrottle{10},
+                                    LogThrottle{10}};
+  static_assert(std::size(throttles) == spdlog::level::n_levels);
+  if (es.level < spdlog::level::info) {  // debugging: every line, as asked for
+    spdlog::log(es.level, "{}: {} {:?}: {}", peer, req.method_text(), path, std::strerror(err));
+    return;
+  }
+  // The path is decoded client input: quoted and escaped ("{:?}"), so that a "%0a" in it
+  // cannot start a forged line in the error log.
+  throttles[static_cast<std::size_t>(es.level)].log(es.level, "{}: {} {:?}: {}", peer,
+                                                    req.method_text(), path, std::strerror(err));
+}
+
 }  // namespace
 
 Reply method_reply(const Request& req) {
@@ -133,10 +153,7 @@ Reply handle_static(ServerContext& ctx, const Request& req, ConnectionWork& work
   }
   if (file->error) {
     ErrnoStatus es = status_from_errno(file->error);
-    // The path is decoded client input: quoted and escaped ("{:?}"), so that a "%0a" in it
-    // cannot start a forged line in the error log.
-    spdlog::log(es.level, "{}: {} {:?}: {}", peer, req.method_text(), work.path,
-                std::strerror(file->error));
+    log_lookup_error(es, peer, req, work.path, file->error);
     return Reply::error_page(es.status);
   }
   return file_reply(req, work, std::move(file));

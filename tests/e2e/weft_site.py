@@ -17,7 +17,7 @@ build(base) makes, under the folder `base`:
       out-dir-link -> ../outside
       secret.txt              mode 000 (unreadable, unless the tests run as root)
       fifo                    a FIFO
-      sock                    a Unix socket (open(2) says ENXIO: the honest way to a 500)
+      sock                    a Unix socket (403: looked at before any open)
 Every regular file's mtime is MTIME, so Last-Modified and ETags are known.
 """
 

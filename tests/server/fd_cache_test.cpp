@@ -5,15 +5,19 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "runtime/io_driver.hpp"
@@ -237,6 +241,36 @@ TEST_F(FdCacheTest, ConcurrentLookupsUnderEvictionStayConsistent) {
 
 // `errors_valid` is a minute here: a test cannot bound the time between two lookups (see
 // ModificationNotSeenWithinValid).
+// Only regular files are opened for reading: a FIFO's writer is not woken (opening it would
+// be a side effect), and a UNIX socket is refused like a FIFO, not with open(2)'s ENXIO.
+TEST_F(FdCacheTest, SpecialFilesAreRefusedWithoutBeingOpened) {
+  const fs::path fifo = root_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  std::atomic<bool> writer_opened{false};
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);  // blocks until a reader opens
+    writer_opened = true;
+    if (fd >= 0) ::close(fd);
+  });
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string sock_path = (root_ / "sock").string();
+  ASSERT_LT(sock_path.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, sock_path.c_str(), sock_path.size());
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  with_cache([&](FdCache& c) {
+    EXPECT_EQ(c.lookup("/fifo", 0)->error, EACCES);
+    EXPECT_EQ(c.lookup("/sock", 0)->error, EACCES);
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(writer_opened) << "the FIFO was opened for reading";
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // frees the writer
+  writer.join();
+  ::close(reader);
+  ::close(sock);
+}
+
 TEST_F(FdCacheTest, MissesAreCachedForErrorsValid) {
   config_.fd_cache_errors_valid = Millis{60'000};
   with_cache([&](FdCache& c) {
