@@ -116,7 +116,7 @@ void check_request(const Request& req, const std::vector<char>& buf, std::uint64
   // Fixed validators: a file of a few sizes, including empty and huge.
   static constexpr std::uint64_t kSizes[] = {0, 1, 100, 1u << 20, ~std::uint64_t{0} >> 1};
   const std::uint64_t size = kSizes[h % std::size(kSizes)];
-  const ETag tag = make_etag(1577934245, size);
+  const ETag tag = make_etag(1577934245, 0, size);
   const Validators v{tag.view(), 1577934245};
   const std::int64_t now = 1700000000;
   const Precondition p = evaluate_preconditions(Preconditions::of(req), v, req.method(), now);

@@ -70,12 +70,16 @@ bool list_matches(FieldLines lines, const std::optional<Tag>& own, bool strong) 
 
 }  // namespace
 
-ETag make_etag(std::int64_t mtime, std::uint64_t size) {
+ETag make_etag(std::int64_t mtime, std::int64_t mtime_ns, std::uint64_t size) {
   ETag tag;
   char* p = tag.bytes.data();
   char* const end = tag.bytes.data() + tag.bytes.size();
   *p++ = '"';
   p = std::to_chars(p, end, static_cast<std::uint64_t>(std::max<std::int64_t>(mtime, 0)), 16).ptr;
+  if (mtime > 0 && mtime_ns > 0) {
+    *p++ = '.';
+    p = std::to_chars(p, end, static_cast<std::uint64_t>(mtime_ns), 16).ptr;
+  }
   *p++ = '-';
   p = std::to_chars(p, end, size, 16).ptr;
   *p++ = '"';
@@ -124,10 +128,11 @@ bool if_range_allows(std::optional<std::string_view> if_range, const Validators&
     const auto tag = take_tag(s);
     return own && tag && s.empty() && tags_match(*tag, *own, /*strong=*/true);
   }
-  // An HTTP-date: the representation must not have changed since, to the second; weft's
-  // Last-Modified is the file's mtime in whole seconds, as NGINX compares it.
+  // An HTTP-date must be a strong validator (RFC 9110 §13.1.5, §8.8.2.2): the server must
+  // know that the file did not change twice in that second. weft knows it when it looked at
+  // the file after that second had ended (v.mtime_strong), and only then sends Last-Modified.
   const auto date = parse_http_date(s, now);
-  return date && *date == v.mtime;
+  return v.mtime_strong && date && *date == v.mtime;
 }
 
 }  // namespace weft::http

@@ -1,7 +1,8 @@
 // weft::http conditional requests: the ETag of a file and the preconditions of RFC 9110 §13.
 //
 // A file's validators are its ETag, made like NGINX's ("<mtime hex>-<size hex>" in quotes,
-// strong), and its modification time in seconds (the Last-Modified value). With them:
+// strong, with the nanoseconds of the mtime), and its modification time in seconds (the
+// Last-Modified value, a strong validator only once its second is over). With them:
 //   - evaluate_preconditions() applies If-Match, If-Unmodified-Since, If-None-Match and
 //     If-Modified-Since in the order of RFC 9110 §13.2.2 and says proceed, 304 or 412;
 //   - if_range_allows() says whether a Range still applies (§13.1.5), which the caller asks
@@ -20,9 +21,9 @@
 
 namespace weft::http {
 
-/// An entity-tag held by value: at most '"' + 16 hex + '-' + 16 hex + '"'.
+/// An entity-tag held by value: at most '"' + 16 hex + '.' + 8 hex + '-' + 16 hex + '"'.
 struct ETag {
-  std::array<char, 40> bytes{};
+  std::array<char, 48> bytes{};
   std::uint8_t size = 0;
 
   /// Returns the tag as sent on the wire, quotes included.
@@ -30,13 +31,16 @@ struct ETag {
 };
 
 /// Returns the strong ETag of a file modified at `mtime` (Unix seconds; a time before 1970
-/// counts as 0) with `size` bytes, as NGINX makes it: "\"5f5e0ff0-1a2b\"".
-ETag make_etag(std::int64_t mtime, std::uint64_t size);
+/// counts as 0) plus `mtime_ns` nanoseconds, with `size` bytes: NGINX's form
+/// ("\"5f5e0ff0-1a2b\"") when mtime_ns is 0, else with the nanoseconds after a dot
+/// ("\"5f5e0ff0.1dcd6500-1a2b\""), so that two versions in one second differ.
+ETag make_etag(std::int64_t mtime, std::int64_t mtime_ns, std::uint64_t size);
 
 /// What the server knows about the selected representation.
 struct Validators {
-  std::string_view etag;   // as on the wire ("\"...\"" or "W/\"...\""); "" when none
-  std::int64_t mtime = 0;  // Last-Modified, Unix seconds
+  std::string_view etag;     // as on the wire ("\"...\"" or "W/\"...\""); "" when none
+  std::int64_t mtime = 0;    // Last-Modified, Unix seconds
+  bool mtime_strong = true;  // the file was seen after that second ended (see FileEntry)
 };
 
 /// The conditional header fields of a request.
@@ -64,7 +68,8 @@ Precondition evaluate_preconditions(const Preconditions& p, const Validators& v,
                                     std::int64_t now);
 
 /// Returns whether a Range applies given `if_range` (absent: yes; an entity-tag: only when it
-/// strongly matches v.etag; an HTTP-date: only when it equals v.mtime exactly; anything else:
+/// strongly matches v.etag; an HTTP-date: only when v.mtime is strong and equals it exactly;
+/// anything else:
 /// no, and the whole representation is sent); `now` resolves two-digit years.
 bool if_range_allows(std::optional<std::string_view> if_range, const Validators& v,
                      std::int64_t now);

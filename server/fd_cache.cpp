@@ -27,6 +27,13 @@ int64_t now_ns() {
   return rt::to_ns(rt::now());
 }
 
+// The wall clock's second, to compare with a file's mtime (the coarse clock: a vDSO read).
+int64_t wall_second() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return ts.tv_sec;
+}
+
 int64_t ms_to_ns(Millis m) {
   return static_cast<int64_t>(m.count()) * 1'000'000;
 }
@@ -170,6 +177,11 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
 }
 
 bool FdCache::still_usable(FileEntry& hit, int64_t now) {
+  // An entry loaded within its file's mtime second sends no Last-Modified (see FileEntry);
+  // loading it again once that second is over gives it one.
+  if (!hit.error && !hit.directory && !hit.mtime_strong && wall_second() > hit.mtime) {
+    return false;
+  }
   if (fresh(hit, now)) return true;
   // Stale. Errors simply expire; a found file is checked by one fiber while the others
   // keep serving it.
@@ -327,13 +339,16 @@ FileRef FdCache::load(std::string_view path) {
   e->fd = o.fd;
   e->size = st.stx_size;
   keep_bytes(*e);
-  e->etag = make_etag(e->mtime, e->size);
+  e->etag = make_etag(e->mtime, e->mtime_ns, e->size);
+  e->mtime_strong = wall_second() > e->mtime;
   e->content_type = mime_.lookup(path);
   HttpDateBuffer lm;
   e->headers.reserve(160);
   e->headers.append("Content-Type: ").append(e->content_type).append("\r\n");
   e->validators_at = e->headers.size();
-  e->headers.append("Last-Modified: ").append(format_http_date(e->mtime, lm)).append("\r\n");
+  if (e->mtime_strong) {
+    e->headers.append("Last-Modified: ").append(format_http_date(e->mtime, lm)).append("\r\n");
+  }
   e->headers.append("ETag: ").append(e->etag.view()).append("\r\n");
   e->validators_end = e->headers.size();
   e->headers.append("Accept-Ranges: bytes\r\n");

@@ -29,9 +29,14 @@ struct FileEntry {
   uint64_t ino = 0;
   uint64_t dev = 0;
   ETag etag;
+  // Loaded after the mtime's second had ended: no later change can share that second, so
+  // Last-Modified is a strong validator (RFC 9110 §8.8.2.2) and goes out. An entry loaded
+  // within that second sends none (a client holding it might resume an older version of
+  // the same second with If-Range), and is loaded again as soon as the second is over.
+  bool mtime_strong = false;
   std::string_view content_type;  // owned by the MimeMap, which outlives every entry
   std::string
-      headers;  // "Content-Type: ..\r\nLast-Modified: ..\r\nETag: ..\r\nAccept-Ranges: bytes\r\n"
+      headers;  // "Content-Type: ..\r\n[Last-Modified: ..\r\n]ETag: ..\r\nAccept-Ranges: bytes\r\n"
   std::size_t validators_at = 0;   // where Last-Modified and ETag are in `headers`
   std::size_t validators_end = 0;  // (a 304 repeats them)
   std::unique_ptr<char[]> bytes;   // the whole file when small (see fd_cache max_file_bytes)

@@ -69,7 +69,7 @@ Reply directory_reply(ServerContext& ctx, const Request& req, ConnectionWork& wo
 // A found file: preconditions, then ranges.
 Reply file_reply(const Request& req, ConnectionWork& work, FileRef file) {
   int64_t now_s = static_cast<int64_t>(std::time(nullptr));
-  Validators v{file->etag.view(), file->mtime};
+  Validators v{file->etag.view(), file->mtime, file->mtime_strong};
   Reply r;
   r.kind = Reply::Kind::file;
   r.status = 200;

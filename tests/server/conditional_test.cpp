@@ -18,13 +18,18 @@ constexpr const char* kMtimeText = "Sun, 06 Nov 1994 08:49:37 GMT";
 constexpr const char* kBefore = "Sun, 06 Nov 1994 08:49:36 GMT";
 constexpr const char* kAfter = "Sun, 06 Nov 1994 08:49:38 GMT";
 constexpr const char* kFuture = "Fri, 31 Dec 9999 23:59:59 GMT";
-constexpr const char* kTag = "\"2ebc98a1-400\"";  // make_etag(kMtime, 1024)
+constexpr const char* kTag = "\"2ebc98a1-400\"";  // make_etag(kMtime, 0, 1024)
 
 TEST(ETag, MadeLikeNginx) {
-  EXPECT_EQ(make_etag(kMtime, 1024).view(), kTag);
-  EXPECT_EQ(make_etag(0, 0).view(), "\"0-0\"");
-  EXPECT_EQ(make_etag(-5, 1).view(), "\"0-1\"");
-  EXPECT_EQ(make_etag(INT64_MAX, UINT64_MAX).view(), "\"7fffffffffffffff-ffffffffffffffff\"");
+  EXPECT_EQ(make_etag(kMtime, 0, 1024).view(), kTag);
+  // Two versions of one second, of one size, get different tags.
+  EXPECT_EQ(make_etag(kMtime, 500'000'000, 1024).view(), "\"2ebc98a1.1dcd6500-400\"");
+  EXPECT_NE(make_etag(kMtime, 1, 1024).view(), make_etag(kMtime, 2, 1024).view());
+  EXPECT_EQ(make_etag(INT64_MAX, 999'999'999, UINT64_MAX).view(),
+            "\"7fffffffffffffff.3b9ac9ff-ffffffffffffffff\"");
+  EXPECT_EQ(make_etag(0, 0, 0).view(), "\"0-0\"");
+  EXPECT_EQ(make_etag(-5, 7, 1).view(), "\"0-1\"");
+  EXPECT_EQ(make_etag(INT64_MAX, 0, UINT64_MAX).view(), "\"7fffffffffffffff-ffffffffffffffff\"");
 }
 
 // A request's conditional fields, built from header lines it owns.
@@ -206,6 +211,11 @@ TEST(IfRange, Table) {
   }
   EXPECT_FALSE(if_range_allows(kTag, Validators{"W/\"2ebc98a1-400\"", kMtime}, kNow))
       << "a weak validator never satisfies If-Range";
+  // A date is a strong validator only when the file was seen after its second ended
+  // (RFC 9110 §13.1.5): otherwise an older version of the same second could be resumed.
+  const Validators fresh{kTag, kMtime, /*mtime_strong=*/false};
+  EXPECT_FALSE(if_range_allows(kMtimeText, fresh, kNow));
+  EXPECT_TRUE(if_range_allows(kTag, fresh, kNow)) << "the tag still decides";
 }
 
 }  // namespace

@@ -271,6 +271,49 @@ TEST_F(FdCacheTest, SpecialFilesAreRefusedWithoutBeingOpened) {
   ::close(sock);
 }
 
+void set_mtime(const fs::path& p, timespec t) {
+  const timespec times[2] = {t, t};
+  ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), times, 0), 0);
+}
+
+// Two versions of one size within one second get different ETags (the mtime's nanoseconds).
+TEST_F(FdCacheTest, EtagSeesSubSecondChanges) {
+  config_.fd_cache_valid = Millis{0};
+  const fs::path f = root_ / "f.txt";
+  with_cache([&](FdCache& c) {
+    write_file(f, "aaaa");
+    set_mtime(f, {1'600'000'000, 100});
+    const std::string first(c.lookup("/f.txt", 0)->etag.view());
+    write_file(f, "bbbb");
+    set_mtime(f, {1'600'000'000, 200});
+    const FileRef second = c.lookup("/f.txt", 0);
+    EXPECT_EQ(body_of(second), "bbbb");
+    EXPECT_NE(second->etag.view(), first);
+  });
+}
+
+// A file looked at within its mtime's second gets no Last-Modified (it would not be a strong
+// validator), and gets one once that second is over, without waiting for `valid`.
+TEST_F(FdCacheTest, LastModifiedOnlyOnceItsSecondIsOver) {
+  config_.fd_cache_valid = Millis{60'000};
+  const fs::path f = root_ / "new.txt";
+  with_cache([&](FdCache& c) {
+    write_file(f, "fresh");
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    set_mtime(f, {now.tv_sec + 1, 0});  // within "now" for the next second, whatever the clock
+    const FileRef young = c.lookup("/new.txt", 0);
+    EXPECT_FALSE(young->mtime_strong);
+    EXPECT_EQ(young->headers.find("Last-Modified"), std::string::npos) << young->headers;
+    EXPECT_NE(young->headers.find("ETag: "), std::string::npos);
+    std::this_thread::sleep_for(2100ms);
+    const FileRef old = c.lookup("/new.txt", 0);
+    EXPECT_TRUE(old->mtime_strong);
+    EXPECT_NE(old->headers.find("Last-Modified: "), std::string::npos) << old->headers;
+    EXPECT_EQ(c.opens(), 2u);
+  });
+}
+
 TEST_F(FdCacheTest, MissesAreCachedForErrorsValid) {
   config_.fd_cache_errors_valid = Millis{60'000};
   with_cache([&](FdCache& c) {

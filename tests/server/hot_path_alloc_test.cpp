@@ -93,7 +93,7 @@ int serve(RequestParser& parser, std::string& buf, std::string& path, const Mime
     ++ready;
     const Request& q = parser.request();
     if (!is_asterisk_form(q.target())) normalize_target(q.target(), path);
-    const ETag tag = make_etag(784111777, 1024);
+    const ETag tag = make_etag(784111777, 0, 1024);
     const Validators v{tag.view(), 784111777};
     evaluate_preconditions(Preconditions::of(q), v, q.method(), 1'700'000'000);
     if (const auto range = q.range()) {

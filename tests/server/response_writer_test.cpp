@@ -80,7 +80,7 @@ class ResponseWriterTest : public ::testing::Test {
     auto* e = new FileEntry();
     e->fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     e->size = content.size();
-    e->etag = make_etag(1, content.size());
+    e->etag = make_etag(1, 0, content.size());
     e->headers = "Content-Type: application/octet-stream\r\n";
     if (cached) {
       e->bytes = std::make_unique<char[]>(content.size());

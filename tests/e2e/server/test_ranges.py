@@ -4,6 +4,7 @@
 import hashlib
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -107,6 +108,27 @@ class Ranges:
                                 site.HELLO)
         # If-Range failing turns an unsatisfiable range into the whole file, not a 416.
         self.check_full("/hello.txt", [("Range", "bytes=100-"), ("If-Range", '"x"')], site.HELLO)
+
+    def test_if_range_on_a_file_whose_second_is_not_over(self):
+        # Its mtime's second has not ended (set a minute ahead, so that the test does not
+        # race the clock): a second version could still share that second, so Last-Modified
+        # would be no strong validator. No Last-Modified goes out, an If-Range date never
+        # matches, and the ETag (with the mtime's nanoseconds) still does.
+        path = os.path.join(self.root, "young.txt")
+        with open(path, "wb") as f:
+            f.write(site.HELLO)
+        t = time.time_ns() + 60 * 10**9
+        os.utime(path, ns=(t, t))
+        r = self.get("/young.txt")
+        self.assertEqual((r.status, r.body), (200, site.HELLO))
+        self.assertIsNone(r.header("Last-Modified"))
+        tag = '"%x.%x-%x"' % (t // 10**9, t % 10**9, len(site.HELLO)) if t % 10**9 else \
+            site.etag(len(site.HELLO), t // 10**9)
+        self.assertEqual(r.header("ETag"), tag)
+        self.check_full("/young.txt", [("Range", "bytes=0-4"),
+                                       ("If-Range", http_date(t // 10**9))], site.HELLO)
+        self.check_206("/young.txt", "bytes=0-4", site.HELLO, 0, 4, len(site.HELLO),
+                       [("If-Range", tag)])
 
     def test_big_file_ranges(self):
         size = site.BIG_SIZE
