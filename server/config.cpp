@@ -219,6 +219,10 @@ const std::vector<Field>& schema() {
       {"server", "backlog", integer(&Config::backlog, 1, 65535)},
       {"server", "reuseport", boolean(&Config::reuseport)},
       {"server", "accept_bare_lf", boolean(&Config::accept_bare_lf)},
+      {"server", "precompressed",
+       choice(&Config::precompressed, {{"off", Precompressed::off},
+                                       {"on", Precompressed::on},
+                                       {"always", Precompressed::always}})},
 
       {"runtime", "processors", integer(&Config::processors, 0, 1024)},
       {"runtime", "pin_processors", boolean(&Config::pin_processors)},
@@ -248,6 +252,7 @@ const std::vector<Field>& schema() {
        integer(&Config::max_requests_per_connection, 1, kMaxInt)},
       {"limits", "max_linger_bytes", size(&Config::max_linger_bytes, 0, std::size_t{1} << 30)},
       {"limits", "fd_reserve", integer(&Config::fd_reserve, 16, 1'000'000)},
+      {"limits", "max_ranges", integer(&Config::max_ranges, 0, 100)},
 
       {"timeouts", "header", duration(&Config::timeouts_header, Millis{1}, Millis{86'400'000})},
       {"timeouts", "keepalive",

@@ -37,6 +37,7 @@ enum class BodyPath { splice, sendfile };
 enum class SymlinkPolicy { follow, inside_root, deny };
 enum class AccessLogFormat { combined, json };
 enum class Revalidation { statx, inotify };
+enum class Precompressed { off, on, always };  // server.precompressed, like gzip_static
 
 using Millis = std::chrono::milliseconds;
 using Micros = std::chrono::microseconds;
@@ -56,6 +57,7 @@ struct Config {
   int backlog = 511;
   bool reuseport = true;       // one SO_REUSEPORT socket per processor and address, else one shared
   bool accept_bare_lf = true;  // a lone LF ends a line of the head (RFC 9112 §2.2); false: 400
+  Precompressed precompressed = Precompressed::off;  // f.br / f.gz next to f
 
   // [runtime]
   unsigned processors = 0;  // 0: one per online CPU
@@ -83,6 +85,7 @@ struct Config {
   unsigned max_requests_per_connection = 1000;
   std::size_t max_linger_bytes = 64 * 1024;  // read and dropped after the last response
   unsigned fd_reserve = 64;                  // descriptors kept for everything but clients
+  unsigned max_ranges = 16;  // range-specs in one Range; more: the whole file (0: no ranges)
 
   // [timeouts]
   Millis timeouts_header{10'000};
