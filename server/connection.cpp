@@ -21,20 +21,22 @@ namespace weft::http {
 
 namespace io = weft::rt::io;
 
-Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, bool rejected,
-                       Site site)
+const char* format_peer(const sockaddr_storage& peer, PeerText& out) {
+  std::strcpy(out, "-");
+  if (peer.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, out, sizeof out);
+  } else if (peer.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr, out, sizeof out);
+  }
+  return out;
+}
+
+Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, Site site)
     : ctx_(ctx),
       fd_(fd),
-      rejected_(rejected),
       site_(site),
       writer_(ctx, fd, peer_, token_, &Connection::on_finished, this) {
-  if (peer.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, peer_, sizeof peer_);
-  } else if (peer.ss_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr, peer_,
-              sizeof peer_);
-  }
-  ctx_.open_connections.fetch_add(1, std::memory_order_relaxed);
+  format_peer(peer, peer_);
   ctx_.connections.add(1);
   ctx_.enroll(this);
 }
@@ -43,8 +45,8 @@ Connection::~Connection() {
   ctx_.withdraw(this);
   release_work();
   if (fd_ >= 0) ::close(fd_);
-  ctx_.open_connections.fetch_sub(1, std::memory_order_relaxed);
-  if (ctx_.metrics && !rejected_) ctx_.metrics->on_connection_close(ServerContext::shard());
+  ctx_.slots.release(this);
+  if (ctx_.metrics) ctx_.metrics->on_connection_close(ServerContext::shard());
   ctx_.connections.done();
 }
 
@@ -55,8 +57,10 @@ void Connection::start(Connection* c) {
 void Connection::on_ready(void* arg, int result) {
   auto* c = static_cast<Connection*>(arg);
   c->idle_.store(false, std::memory_order_release);
-  // Timed out or cancelled (shutdown) while idle: close quietly.
-  if (result < 0 || c->ctx_.draining.load(std::memory_order_acquire)) {
+  const bool kept = c->ctx_.slots.leave_idle(c);
+  // Timed out, cancelled (shutdown), or its slot reclaimed for a new client while idle:
+  // close quietly.
+  if (!kept || result < 0 || c->ctx_.draining.load(std::memory_order_acquire)) {
     delete c;
     return;
   }
@@ -81,10 +85,6 @@ void Connection::release_work() {
 
 Connection::Outcome Connection::run() {
   acquire_work();
-  if (rejected_) {
-    fail_and_close(503);
-    return Outcome::closed;
-  }
   while (true) {
     ParseResult r = work_->parser.parse({work_->read_area(), have_});
     if (r.status == ParseStatus::need_more) {
@@ -158,13 +158,15 @@ Connection::Outcome Connection::go_idle() {
   release_work();
   idle_.store(true, std::memory_order_release);
   if (ctx_.draining.load(std::memory_order_acquire)) return Outcome::closed;
+  // Listed before arming: once armed, the connection belongs to the readiness wait.
+  ctx_.slots.enter_idle(this);
   // From here the connection belongs to the readiness wait: on_ready runs it again (or closes
   // it) on a new fiber, possibly before this fiber has returned. Touch nothing after arming.
   int rc =
       io::when_ready(ready_, fd_, POLLIN, idle_deadline_, &token_, &Connection::on_ready, this);
   if (rc < 0) {
     idle_.store(false, std::memory_order_release);
-    return Outcome::closed;
+    return Outcome::closed;  // the destructor takes it off the idle list
   }
   return Outcome::idle;
 }

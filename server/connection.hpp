@@ -32,16 +32,21 @@
 
 namespace weft::http {
 
+/// A peer's address as text ("127.0.0.1", "::1"; "-" for any other family).
+using PeerText = char[INET6_ADDRSTRLEN];
+
+/// Writes the address of `peer` into `out` and returns it.
+const char* format_peer(const sockaddr_storage& peer, PeerText& out);
+
 /// What a listener serves: the site (static files), or the metrics endpoint.
 enum class Site : std::uint8_t { files, metrics };
 
 class Connection {
  public:
-  /// Takes ownership of the accepted socket `fd` from `peer` to serve `site`, and counts the
-  /// connection as open; `rejected` makes it answer 503 and close (over
-  /// limits.max_connections). Make it with new: it deletes itself when it closes.
-  Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, bool rejected,
-             Site site = Site::files);
+  /// Takes ownership of the accepted socket `fd` from `peer` to serve `site`, in a slot the
+  /// caller took for it (ctx.slots.take()), given back when it closes. Make it with new: it
+  /// deletes itself when it closes.
+  Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, Site site = Site::files);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -59,6 +64,7 @@ class Connection {
 
   Connection* prev = nullptr;  // registry links, guarded by ServerContext::registry_mu
   Connection* next = nullptr;
+  ConnectionSlots::Links slot;  // the idle list's links, guarded by ConnectionSlots
 
  private:
   enum class Outcome { closed, idle };
@@ -81,9 +87,8 @@ class Connection {
   // Kept for the connection's life (a few hundred bytes: all an idle connection costs).
   ServerContext& ctx_;
   int fd_;
-  bool rejected_;
   Site site_;
-  char peer_[INET6_ADDRSTRLEN] = "-";
+  PeerText peer_ = "-";
   rt::CancelToken token_;
   std::atomic<bool> idle_{false};
   rt::ReadyWait ready_;

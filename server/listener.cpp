@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -15,8 +16,11 @@
 
 #include "runtime/io.hpp"
 #include "runtime/scheduler.hpp"
+#include "server/access_log.hpp"
 #include "server/connection.hpp"
 #include "server/metrics.hpp"
+#include "server/response_writer.hpp"
+#include "server/status.hpp"
 
 namespace weft::http {
 
@@ -103,6 +107,34 @@ std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses
   return out;
 }
 
+void refuse(ServerContext& ctx, int fd, const sockaddr_storage& peer) {
+  // Every slot is busy: the server is saturated, so this must cost next to nothing. No fiber,
+  // no buffer and no lingering close: one non-blocking send of the whole 503 (a few hundred
+  // bytes fit any fresh socket's buffer), a read of what the client sent already (so that
+  // close() finds nothing unread and sends a FIN, not a reset that could overtake the
+  // answer), and close.
+  HeadBuffer h;
+  ResponseWriter::build_refusal(ctx, 503, h);
+  const std::string_view out = h.view();
+  const ssize_t sent = ::send(fd, out.data(), out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  char scratch[2048];
+  for (int i = 0; i < 4 && ::recv(fd, scratch, sizeof scratch, MSG_DONTWAIT) > 0; ++i) {
+  }
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+  const uint64_t body = sent == static_cast<ssize_t>(out.size()) ? error_body(503).size() : 0;
+  if (ctx.metrics) ctx.metrics->on_request(ServerContext::shard(), 503, body);
+  if (ctx.access_log) {
+    PeerText text;
+    AccessRecord rec;
+    rec.remote_addr = format_peer(peer, text);
+    rec.time_unix = static_cast<int64_t>(std::time(nullptr));
+    rec.status = 503;
+    rec.body_bytes = body;
+    ctx.access_log->log(rec);
+  }
+}
+
 namespace {
 
 // Resets a connection at once (SO_LINGER 0, then close: two system calls and no lingering),
@@ -130,19 +162,18 @@ bool waited_too_long(int fd, Millis limit) {
   return read_tcp_info(fd, ti) && ti.tcpi_last_data_recv > static_cast<uint64_t>(limit.count());
 }
 
-// Decides what becomes of a freshly accepted connection: answered 503 over
-// limits.max_connections, otherwise served on a fiber of its own.
+// Decides what becomes of a freshly accepted connection: served on a fiber of its own in a
+// slot of limits.max_connections (a free one, or the longest-idle connection's), else
+// answered 503 at once.
 void admit(ServerContext& ctx, int c, const sockaddr_storage& peer, Site site) {
   unsigned shard = ServerContext::shard();
-  bool reject = ctx.open_connections.load(std::memory_order_relaxed) >= ctx.config.max_connections;
-  if (ctx.metrics) {
-    if (reject) {
-      ctx.metrics->on_rejected_connection(shard);
-    } else {
-      ctx.metrics->on_connection_open(shard);
-    }
+  if (!ctx.slots.take()) {
+    if (ctx.metrics) ctx.metrics->on_rejected_connection(shard);
+    refuse(ctx, c, peer);
+    return;
   }
-  auto* conn = new Connection(ctx, c, peer, reject, site);
+  if (ctx.metrics) ctx.metrics->on_connection_open(shard);
+  auto* conn = new Connection(ctx, c, peer, site);
   rt::spawn([conn] { Connection::start(conn); }).detach();
 }
 
@@ -219,12 +250,11 @@ void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
       "overload: a connection waited over limits.max_queue_wait ({} ms) in the listen queue; "
       "reset it and the {} queued behind it, and stopped accepting for a while",
       ctx.config.max_queue_wait.count(), queued);
-  unsigned open_at = ctx.open_connections.load(std::memory_order_relaxed);
+  unsigned open_at = ctx.slots.open();
   auto paused_at = rt::now();
   auto until = paused_at + ctx.config.max_queue_wait;
   // Bounded: one check per millisecond for at most max_queue_wait.
-  while (!stop.cancelled() && rt::now() < until &&
-         ctx.open_connections.load(std::memory_order_relaxed) > open_at / 2) {
+  while (!stop.cancelled() && rt::now() < until && ctx.slots.open() > open_at / 2) {
     rt::sleep_for(std::chrono::milliseconds(1));
   }
   if (::listen(fd, ctx.config.backlog) != 0) {
@@ -245,9 +275,7 @@ bool accept_more(ServerContext& ctx, int fd, Site site) {
   for (unsigned i = 1; i < ctx.config.accept_batch; ++i) {
     // Over the connection limit the rest wait in the kernel's queue: accepting them only
     // to answer 503 and linger would spend the time the open ones need.
-    if (ctx.open_connections.load(std::memory_order_relaxed) >= ctx.config.max_connections) {
-      return true;
-    }
+    if (!ctx.slots.available()) return true;
     sockaddr_storage peer{};
     socklen_t len = sizeof peer;
     int c = ::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);

@@ -31,6 +31,11 @@ std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses
 /// Binds one listening socket for `address` (used for the metrics endpoint too).
 int open_listener(const ListenAddress& address, int backlog, bool reuseport);
 
+/// Answers 503 on the accepted socket `fd` from `peer` and closes it, without a fiber: every
+/// slot of limits.max_connections is held by a busy connection. Counted in the metrics and
+/// the access log like any answer.
+void refuse(ServerContext& ctx, int fd, const sockaddr_storage& peer);
+
 /// Accepts connections on `fd` and starts a fiber serving `site` for each until `stop` is
 /// cancelled. Running out of descriptors backs off (1 ms doubling to 100 ms) instead of
 /// spinning. Only the site's listeners shed and pause under overload (limits.max_queue_wait):

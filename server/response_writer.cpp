@@ -21,11 +21,12 @@ rt::TimePoint ResponseWriter::send_deadline() const {
   return rt::coarse_now() + ctx_.config.timeouts_send;
 }
 
-void ResponseWriter::begin_head(HeadBuffer& h, int status, bool close, const Request* req) const {
+void ResponseWriter::begin_head(ServerContext& ctx, HeadBuffer& h, int status, bool close,
+                                const Request* req) {
   h.append(status_line(status));
-  h.field("Server", ctx_.config.server_name);
+  h.field("Server", ctx.config.server_name);
   HttpDateBuffer date;
-  h.field("Date", ctx_.dates.get(date));
+  h.field("Date", ctx.dates.get(date));
   if (close) {
     h.append("Connection: close\r\n");
   } else if (req && req->version() == Version::http_1_0) {
@@ -33,13 +34,24 @@ void ResponseWriter::begin_head(HeadBuffer& h, int status, bool close, const Req
   }
 }
 
+void ResponseWriter::error_fields(HeadBuffer& h, int status) {
+  h.append("Content-Type: text/html\r\n");
+  h.field("Content-Length", error_body(status).size());
+}
+
+void ResponseWriter::build_refusal(ServerContext& ctx, int status, HeadBuffer& h) {
+  begin_head(ctx, h, status, /*close=*/true, nullptr);
+  error_fields(h, status);
+  h.append("\r\n");
+  h.append(error_body(status));
+}
+
 void ResponseWriter::build_head(HeadBuffer& h, const Reply& reply, const Request* req,
                                 bool close) const {
-  begin_head(h, reply.status, close, req);
+  begin_head(ctx_, h, reply.status, close, req);
   switch (reply.kind) {
     case Reply::Kind::error:
-      h.append("Content-Type: text/html\r\n");
-      h.field("Content-Length", error_body(reply.status).size());
+      error_fields(h, reply.status);
       h.append(reply.extra);
       break;
     case Reply::Kind::options:

@@ -56,7 +56,12 @@ class ResponseWriter {
   bool broken() const { return broken_; }
 
   /// Writes the status line, Server, Date and the Connection field a head starts with.
-  void begin_head(HeadBuffer& h, int status, bool close, const Request* req) const;
+  static void begin_head(ServerContext& ctx, HeadBuffer& h, int status, bool close,
+                         const Request* req);
+
+  /// Writes a whole error response (head, then the page) that closes the connection into
+  /// `h`, for a client turned away without a writer (over limits.max_connections).
+  static void build_refusal(ServerContext& ctx, int status, HeadBuffer& h);
 
   /// Writes the whole head for `reply` into `h` (check h.overflowed()).
   void build_head(HeadBuffer& h, const Reply& reply, const Request* req, bool close) const;
@@ -66,6 +71,7 @@ class ResponseWriter {
   // contiguous slice, one plain send.
   static constexpr std::size_t kCopyBodyMax = 1024;
 
+  static void error_fields(HeadBuffer& h, int status);
   bool queue(const Outgoing& o, std::string_view head, const char* body, FileRef hold);
   void finish_sent(uint64_t sent, bool ok);
   // Empties the slices and the arena, dropping the references that held cached bytes.

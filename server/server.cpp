@@ -168,6 +168,13 @@ void Server::add_gauges(uint64_t fd_limit) {
         [&ctx] { return static_cast<double>(ctx.files->size()); });
   gauge("weft_fd_cache_bytes", "Bytes of file contents in the fd cache",
         [&ctx] { return static_cast<double>(ctx.files->bytes()); });
+  gauge("weft_connections_idle",
+        "Connections waiting for their next request without a fiber (reclaimable when "
+        "limits.max_connections are open)",
+        [&ctx] { return static_cast<double>(ctx.slots.idle()); });
+  gauge("weft_connections_reclaimed",
+        "Idle connections closed so far to make room for a new one at limits.max_connections",
+        [&ctx] { return static_cast<double>(ctx.slots.reclaimed()); });
   gauge("weft_fibers", "Fibers alive (running, ready or parked)",
         [&runtime] { return static_cast<double>(runtime.live_fibers()); });
   gauge("weft_ready_queue_length", "Fibers ready to run, all processors", [&runtime] {
@@ -259,7 +266,7 @@ void Server::serve() {
     int signo = wait_for_stop_signal();
     spdlog::info("{}: shutting down (grace {} ms, {} connection(s) open)",
                  signo == SIGTERM ? "SIGTERM" : "SIGINT", config_.timeouts_shutdown_grace.count(),
-                 ctx.open_connections.load());
+                 ctx.slots.open());
     stop.cancel();
     sweeper_stop.release();
     sweeper.join();

@@ -78,7 +78,8 @@ void ResourcePool::give_pipe(std::pair<int, int> p, bool clean) {
   pipes_.push_back(p);
 }
 
-ServerContext::ServerContext(const Config& c) : config(c), mime(load_mime_map(c)) {}
+ServerContext::ServerContext(const Config& c)
+    : config(c), mime(load_mime_map(c)), slots(c.max_connections) {}
 
 ServerContext::~ServerContext() {
   files.reset();

@@ -16,6 +16,7 @@
 #include "runtime/io_driver.hpp"
 #include "runtime/latch.hpp"
 #include "server/config.hpp"
+#include "server/connection_slots.hpp"
 #include "server/connection_work.hpp"
 #include "server/fd_cache.hpp"
 #include "server/http_date.hpp"
@@ -67,7 +68,7 @@ struct ServerContext {
   std::unique_ptr<Metrics> metrics;
   std::vector<std::unique_ptr<ResourcePool>> pools;  // one per processor
 
-  std::atomic<uint32_t> open_connections{0};
+  ConnectionSlots slots;              // limits.max_connections, and the idle ones to reclaim
   std::atomic<bool> draining{false};  // shutdown began: finish the current response, close
   rt::WaitGroup connections;          // every connection fiber
 

@@ -16,6 +16,7 @@
 
 #include "runtime/io_driver.hpp"
 #include "runtime/scheduler.hpp"
+#include "server/listener.hpp"
 #include "server/metrics.hpp"
 
 #include "tests/server/temp_dir.hpp"
@@ -65,7 +66,12 @@ class ConnectionTest : public ::testing::Test {
     runtime.run([&] {
       sockaddr_storage peer{};
       peer.ss_family = AF_UNIX;
-      Connection::start(new Connection(ctx, fds[0], peer, rejected));
+      if (rejected) {
+        refuse(ctx, fds[0], peer);
+        return;
+      }
+      EXPECT_TRUE(ctx.slots.take());
+      Connection::start(new Connection(ctx, fds[0], peer));
       ctx.connections.wait();  // it closes itself once the client is done
     });
     client.join();

@@ -103,6 +103,10 @@ class MaxConnections:
 
     def test_503_past_max_connections(self):
         with self.admitted() as c1, self.admitted() as c2:
+            # Both in the middle of a request: busy, so neither slot can be reclaimed.
+            c1.send(GET_HELLO[:20])
+            c2.send(GET_HELLO[:20])
+            time.sleep(0.3)  # past timeouts.active_wait: an idle one would be reclaimable
             with self.srv.client() as c3:
                 c3.send(GET_HELLO)
                 r = c3.response()
@@ -111,8 +115,10 @@ class MaxConnections:
                 self.assertEqual(r.header("Connection"), "close")
                 self.assertTrue(c3.closed())
             # The two admitted ones still work.
-            c1.send(GET_HELLO)
+            c1.send(GET_HELLO[20:])
             self.assertEqual(c1.response().body, site.HELLO)
+            c2.send(GET_HELLO[20:])
+            self.assertEqual(c2.response().body, site.HELLO)
         # Once they close, a new connection is admitted again.
         deadline = time.monotonic() + 5
         while True:
@@ -121,6 +127,48 @@ class MaxConnections:
                 break
             time.sleep(0.05)
         self.assertEqual((r.status, r.body), (200, site.HELLO))
+
+
+    def test_idle_connections_make_room(self):
+        # One client holds every slot with idle keep-alive connections: a new client is
+        # served within a second all the same, and the connection idle longest is the one
+        # closed to make room (as NGINX reuses idle connections).
+        with self.admitted() as oldest, self.admitted() as younger:
+            time.sleep(0.05)
+            younger.send(GET_HELLO)  # younger was used last: oldest has been idle longest
+            self.assertEqual(younger.response().body, site.HELLO)
+            time.sleep(0.3)  # both past timeouts.active_wait: idle without a fiber
+            started = time.monotonic()
+            with self.srv.client() as newcomer:
+                newcomer.send(GET_HELLO)
+                r = newcomer.response()
+                self.assertEqual((r.status, r.body), (200, site.HELLO))
+            self.assertLess(time.monotonic() - started, 1.0)
+            self.assertTrue(oldest.closed(), "the longest-idle connection was kept")
+            younger.send(GET_HELLO)
+            self.assertEqual(younger.response().body, site.HELLO)
+
+    def test_limit_is_exact(self):
+        # Both slots held by busy connections; 18 clients at once, spread over both acceptors:
+        # every one is refused, none slips in past the limit.
+        with self.admitted() as c1, self.admitted() as c2:
+            c1.send(GET_HELLO[:20])
+            c2.send(GET_HELLO[:20])
+            time.sleep(0.2)
+            others = [self.srv.client() for _ in range(18)]
+            try:
+                for c in others:
+                    try:
+                        c.send(GET_HELLO)
+                    except OSError:
+                        pass  # answered 503 and closed already
+                statuses = [c.response().status for c in others]
+                self.assertEqual(statuses, [503] * 18)
+            finally:
+                for c in others:
+                    c.close()
+            c1.send(GET_HELLO[20:])
+            self.assertEqual(c1.response().body, site.HELLO)
 
 
 per_backend(globals(), Timeouts, MaxConnections)
