@@ -241,6 +241,10 @@ class Runtime {
   std::size_t leftover_fibers() const { return leftover_; }
   /// Returns the stack pool (stack size, mapped count).
   const StackPool& stacks() const { return stacks_; }
+
+  /// Unmaps the pooled fiber stacks left unused since the last call, keeping `keep`
+  /// (StackPool::trim); returns how many. Any thread.
+  std::size_t trim_stacks(std::size_t keep) { return stacks_.trim(keep); }
   /// Returns whether the runtime is shutting down.
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
 

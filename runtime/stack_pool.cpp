@@ -1,5 +1,6 @@
 #include "runtime/stack_pool.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <new>
@@ -49,7 +50,7 @@ Stack StackPool::map_one() {
   unsigned colour = (next_colour_++ * 37) % kColours;  // 37: coprime, spreads neighbours
   auto top = reinterpret_cast<std::uintptr_t>(s.bottom) + stack_size_ - colour * 64;
   s.top = reinterpret_cast<void*>(top);
-  mappings_.push_back(m);
+  mappings_.insert(m);
   return s;
 }
 
@@ -70,6 +71,7 @@ Stack StackPool::allocate(Cache* cache) {
         cache->free.push_back(shared_.back());
         shared_.pop_back();
       }
+      shared_low_ = std::min(shared_low_, shared_.size());
       return s;
     }
   }
@@ -99,6 +101,27 @@ void StackPool::release(Cache* cache, Stack stack) {
   }
   std::lock_guard lock(mu_);
   shared_.push_back(stack);
+}
+
+std::size_t StackPool::trim(std::size_t keep) {
+  std::vector<void*> unmap;
+  {
+    std::lock_guard lock(mu_);
+    // The oldest free stacks (the front) are the coldest; those above the low-water mark
+    // were taken and given back since, so they stay.
+    const std::size_t idle = std::min(shared_low_, shared_.size());
+    const std::size_t n = idle > keep ? idle - keep : 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      void* m = static_cast<char*>(shared_[i].bottom) - page_;
+      mappings_.erase(m);
+      unmap.push_back(m);
+    }
+    shared_.erase(shared_.begin(), shared_.begin() + static_cast<std::ptrdiff_t>(n));
+    shared_low_ = shared_.size();
+  }
+  // Outside the lock: munmap takes the process's mmap lock, and allocate() must not wait.
+  for (void* m : unmap) munmap(m, stack_size_ + page_);
+  return unmap.size();
 }
 
 std::size_t StackPool::mapped() const {

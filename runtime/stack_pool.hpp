@@ -2,7 +2,11 @@
 //
 // On these machines a first touch of a fresh page costs about 15 us, so a stack, once its
 // pages are touched, is kept for the next fiber rather than returned to the kernel: the pool
-// never unmaps or MADV_DONTNEEDs on the hot path. Each processor keeps a small private cache
+// never unmaps or MADV_DONTNEEDs on the hot path. After a burst, trim() (called periodically
+// off the hot path) unmaps the stacks the shared list did not need since the last trim: its
+// low-water mark. That is the hysteresis: a stack comes back to the kernel only after a
+// whole period unused, so steady load never pays the fault again, and a burst's peak is not
+// kept for ever. Each processor keeps a small private cache
 // (no locks); overflow and refills go through a shared list under a mutex.
 //
 // Each stack also gets a "colour": its usable top is lowered by a multiple of 64 bytes (up
@@ -15,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 namespace weft::rt {
@@ -48,8 +53,12 @@ class StackPool {
   /// Returns the usable size of every stack.
   std::size_t stack_size() const { return stack_size_; }
 
-  /// Returns how many stacks have been mapped in total (for tests and benchmarks).
+  /// Returns how many stacks are mapped now (for tests and benchmarks).
   std::size_t mapped() const;
+
+  /// Unmaps the free stacks of the shared list that stayed unused since the previous call
+  /// (its low-water mark), keeping at least `keep`; returns how many were unmapped.
+  std::size_t trim(std::size_t keep);
 
  private:
   static constexpr std::size_t kCacheMax = 64;  // picked: covers bursts of spawn/exit
@@ -59,8 +68,9 @@ class StackPool {
   std::size_t stack_size_;
   std::size_t page_;
   mutable std::mutex mu_;
-  std::vector<Stack> shared_;
-  std::vector<void*> mappings_;  // every mapping, for the destructor
+  std::vector<Stack> shared_;           // oldest first: allocate() takes from the back
+  std::size_t shared_low_ = 0;          // fewest stacks shared_ held since the last trim()
+  std::unordered_set<void*> mappings_;  // every mapping, for trim() and the destructor
   unsigned next_colour_ = 0;
   std::atomic<bool> guards_{true};
 };

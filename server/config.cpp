@@ -229,6 +229,7 @@ const std::vector<Field>& schema() {
       {"runtime", "stack_size", size(&Config::stack_size, 16 * 1024, 64 * 1024 * 1024)},
       {"runtime", "spin", integer(&Config::spin, 0, 1'000'000)},
       {"runtime", "help_age", duration(&Config::help_age, Micros{0}, Micros{1'000'000})},
+      {"runtime", "pool_idle", duration(&Config::pool_idle, Millis{0}, Millis{3'600'000})},
 
       {"io", "backend",
        choice(&Config::backend, {{"auto", IoBackend::automatic},

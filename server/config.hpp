@@ -63,8 +63,9 @@ struct Config {
   unsigned processors = 0;  // 0: one per online CPU
   bool pin_processors = false;
   std::size_t stack_size = 64 * 1024;
-  unsigned spin = 20;    // see conf/weft.toml
-  Micros help_age{100};  // 0: processors take work from each other only when they run dry
+  unsigned spin = 20;     // see conf/weft.toml
+  Micros help_age{100};   // 0: processors take work from each other only when they run dry
+  Millis pool_idle{500};  // pooled stacks and buffers unused this long go back; 0: never
 
   // [io]
   IoBackend backend = IoBackend::automatic;

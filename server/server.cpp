@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -229,6 +230,17 @@ int Server::wait_for_stop_signal() {
   }
 }
 
+void Server::trim_pools() {
+  // Keep a few of each per pool: the next burst's first connections start without a fault.
+  constexpr std::size_t kKeep = 8;
+  std::size_t freed = runtime_->trim_stacks(kKeep);
+  for (auto& pool : ctx_->pools) freed += pool->trim(kKeep);
+  // The working states were malloc'd: glibc keeps freed chunks in its arenas (and
+  // fragmentation keeps them from the heap's top), so give their pages back explicitly.
+  // Only after something was freed: a pass over every arena is not free.
+  if (freed > 0) ::malloc_trim(0);
+}
+
 void Server::drain() {
   ServerContext& ctx = *ctx_;
   ctx.begin_drain();
@@ -263,6 +275,14 @@ void Server::serve() {
         {.name = "fd-cache-sweeper"});
     auto watcher =
         rt::spawn([&ctx, &stop] { ctx.files->watch_loop(stop); }, {.name = "fd-cache-inotify"});
+    // Memory a burst left in the pools goes back once unused for runtime.pool_idle.
+    rt::Semaphore trimmer_stop(0);
+    auto trimmer = rt::spawn(
+        [this, &trimmer_stop] {
+          if (config_.pool_idle.count() == 0) return;
+          while (!trimmer_stop.try_acquire_for(config_.pool_idle)) trim_pools();
+        },
+        {.name = "pool-trimmer"});
     int signo = wait_for_stop_signal();
     spdlog::info("{}: shutting down (grace {} ms, {} connection(s) open)",
                  signo == SIGTERM ? "SIGTERM" : "SIGINT", config_.timeouts_shutdown_grace.count(),
@@ -270,6 +290,8 @@ void Server::serve() {
     stop.cancel();
     sweeper_stop.release();
     sweeper.join();
+    trimmer_stop.release();
+    trimmer.join();
     watcher.join();
     for (auto& a : acceptors) a.join();
     for (auto& l : listeners_) ::close(std::exchange(l.fd, -1));

@@ -45,6 +45,8 @@ class Server {
   void spawn_acceptors(rt::CancelToken& stop, std::vector<rt::FiberHandle>& out);
   int wait_for_stop_signal();
   void drain();
+  // Gives back what a burst left in the stack and working-state pools (runtime.pool_idle).
+  void trim_pools();
 
   const Config& config_;
   int signal_fd_ = -1;

@@ -1,5 +1,6 @@
 #include "server/server_context.hpp"
 
+#include <algorithm>
 #include <cerrno>
 
 #include <fcntl.h>
@@ -29,6 +30,7 @@ ConnectionWork* ResourcePool::take_work() {
     if (!work_.empty()) {
       ConnectionWork* w = work_.back();
       work_.pop_back();
+      work_low_ = std::min(work_low_, work_.size());
       return w;
     }
   }
@@ -44,6 +46,20 @@ void ResourcePool::give_work(ConnectionWork* w) {
   w->notes.clear();
   std::lock_guard g(mu_);
   work_.push_back(w);
+}
+
+std::size_t ResourcePool::trim(std::size_t keep) {
+  std::vector<ConnectionWork*> unused;
+  {
+    std::lock_guard g(mu_);
+    const std::size_t idle = std::min(work_low_, work_.size());
+    const std::size_t n = idle > keep ? idle - keep : 0;
+    unused.assign(work_.begin(), work_.begin() + static_cast<std::ptrdiff_t>(n));
+    work_.erase(work_.begin(), work_.begin() + static_cast<std::ptrdiff_t>(n));
+    work_low_ = work_.size();
+  }
+  for (ConnectionWork* w : unused) delete w;  // outside the lock: take_work() must not wait
+  return unused.size();
 }
 
 std::pair<int, int> ResourcePool::take_pipe() {

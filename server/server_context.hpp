@@ -29,7 +29,8 @@ class Metrics;
 class Connection;
 
 /// Pooled per-processor resources: connection working state and splice pipes. Touching fresh
-/// memory costs ~15 us a page here, so they are reused, never freed, while the server runs.
+/// memory costs ~15 us a page here, so they are reused; trim() frees, after a burst, the
+/// working states that stayed unused for a whole period (see StackPool::trim).
 class ResourcePool {
  public:
   ResourcePool(const Config& config, std::size_t read_capacity, std::size_t pipe_size);
@@ -46,6 +47,10 @@ class ResourcePool {
   /// Gives back a pipe; `clean` says it is empty (else it is closed, not reused).
   void give_pipe(std::pair<int, int> p, bool clean);
 
+  /// Frees the pooled working states unused since the previous call (the pool's low-water
+  /// mark), keeping at least `keep`; returns how many were freed.
+  std::size_t trim(std::size_t keep);
+
  private:
   static constexpr std::size_t kMaxPooledPipes =
       64;  // picked: a processor rarely splices more at once
@@ -54,7 +59,8 @@ class ResourcePool {
   const Config& config_;
   std::size_t read_capacity_;
   std::size_t pipe_size_;
-  std::vector<ConnectionWork*> work_;
+  std::vector<ConnectionWork*> work_;  // oldest first: take_work() takes from the back
+  std::size_t work_low_ = 0;           // fewest work_ held since the last trim()
   std::vector<std::pair<int, int>> pipes_;
 };
 

@@ -55,6 +55,35 @@ TEST(StackPoolTest, TheSharedListServesOtherCaches) {
   EXPECT_EQ(pool.mapped(), 4u);
 }
 
+// trim() gives back only what stayed unused for a whole period: the shared list's low-water
+// mark since the previous trim, minus what it is told to keep.
+TEST(StackPoolTest, TrimUnmapsOnlyWhatAPeriodLeftUnused) {
+  StackPool pool(16 * 1024);
+  std::vector<Stack> held;
+  for (int i = 0; i < 20; ++i) held.push_back(pool.allocate(nullptr));
+  for (const Stack& s : held) pool.release(nullptr, s);  // a burst is over: 20 free
+  EXPECT_EQ(pool.trim(4), 0u) << "the burst's period: every stack was used in it";
+  EXPECT_EQ(pool.mapped(), 20u);
+  // A quiet period with a little steady use: 3 taken and given back.
+  for (int round = 0; round < 5; ++round) {
+    Stack a = pool.allocate(nullptr), b = pool.allocate(nullptr), c = pool.allocate(nullptr);
+    pool.release(nullptr, a);
+    pool.release(nullptr, b);
+    pool.release(nullptr, c);
+  }
+  EXPECT_EQ(pool.trim(4), 13u) << "17 never used since the last trim, 4 kept";
+  EXPECT_EQ(pool.mapped(), 7u);
+  // What is left still works, and more can be mapped again.
+  held.clear();
+  for (int i = 0; i < 10; ++i) held.push_back(pool.allocate(nullptr));
+  for (const Stack& s : held) std::memset(s.bottom, 0x5A, s.size);
+  EXPECT_EQ(pool.mapped(), 10u);
+  for (const Stack& s : held) pool.release(nullptr, s);
+  EXPECT_EQ(pool.trim(0), 0u);  // all ten were in use during this period
+  EXPECT_EQ(pool.trim(0), 10u);
+  EXPECT_EQ(pool.mapped(), 0u);
+}
+
 TEST(StackPoolDeathTest, TheGuardPageStopsAnOverflow) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   StackPool pool(16 * 1024);

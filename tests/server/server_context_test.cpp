@@ -3,6 +3,8 @@
 // connection registry reaches every live connection for shutdown.
 #include "server/server_context.hpp"
 
+#include <vector>
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -31,6 +33,21 @@ TEST(ResourcePoolTest, WorkIsLentEmptyAndReused) {
   EXPECT_EQ(again->outgoing_count, 0);
   EXPECT_TRUE(again->notes.empty());
   pool.give_work(again);
+}
+
+TEST(ResourcePoolTest, TrimFreesOnlyWhatAPeriodLeftUnused) {
+  Config config;
+  ResourcePool pool(config, 4096, 65536);
+  std::vector<ConnectionWork*> burst;
+  for (int i = 0; i < 12; ++i) burst.push_back(pool.take_work());
+  for (ConnectionWork* w : burst) pool.give_work(w);
+  EXPECT_EQ(pool.trim(2), 0u) << "all twelve were in use in this period";
+  ConnectionWork* steady = pool.take_work();  // one in use now and then
+  pool.give_work(steady);
+  EXPECT_EQ(pool.trim(2), 9u) << "eleven never used since the last trim, two kept";
+  ConnectionWork* next = pool.take_work();
+  EXPECT_EQ(next, steady) << "the warm one stays, on top";
+  pool.give_work(next);
 }
 
 TEST(ResourcePoolTest, PipesAreSizedAndReusedOnlyWhenClean) {
