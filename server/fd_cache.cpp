@@ -201,8 +201,9 @@ void FdCache::publish(Shard& s, std::string_view path, FileRef entry) {
   auto it = s.map.find(path);
   Loading* loading = it->second.loading;
   it->second.loading = nullptr;
-  if (transient_error(entry->error)) {
-    erase_locked(s, it);  // nothing learned about the file: do not cache
+  if (transient_error(entry->error) || it->second.changed) {
+    // Nothing learned about the file, or the file changed while it was opened: do not cache.
+    erase_locked(s, it);
   } else {
     it->second.entry = std::move(entry);
   }
@@ -379,7 +380,11 @@ void FdCache::clear() {
     std::lock_guard g(s.lock);
     for (auto it = s.map.begin(); it != s.map.end();) {
       auto next = std::next(it);
-      if (!it->second.loading) erase_locked(s, it);
+      if (it->second.loading) {
+        it->second.changed = true;  // see invalidate()
+      } else {
+        erase_locked(s, it);
+      }
       it = next;
     }
   }
@@ -389,23 +394,49 @@ void FdCache::invalidate(std::string_view path) {
   Shard& s = shard_for(path);
   std::lock_guard g(s.lock);
   auto it = s.map.find(path);
-  if (it != s.map.end() && !it->second.loading) erase_locked(s, it);
+  if (it == s.map.end()) return;
+  if (it->second.loading) {
+    // The file may have been opened before the change: publish() hands it to the fibers
+    // already waiting, but does not keep it (else, watched, it would be served for ever).
+    it->second.changed = true;
+    return;
+  }
+  erase_locked(s, it);
 }
 
 bool FdCache::watch_dir_of(std::string_view path) {
+  // Every directory from the root down to the file's is watched: inotify reports changes to
+  // a directory's own entries only, so renaming or replacing a grandparent (content moved out
+  // of the root) is seen only by a watch on the grandparent's parent.
   if (path.size() > 1 && names_directory(path)) path.remove_suffix(1);
-  std::string dir(dir_of(path));  // "" for entries in the root, "/a/b" otherwise
+  std::string_view dir = dir_of(path);  // "" for entries in the root, "/a/b" otherwise
   std::lock_guard g(watch_mu_);
-  if (auto it = dir_wds_.find(dir); it != dir_wds_.end()) return it->second >= 0;
+  for (std::size_t end = 0;;) {
+    if (!watch_one_dir(std::string(dir.substr(0, end)))) return false;
+    if (end == dir.size()) return true;
+    end = dir.find('/', end + 1);
+    if (end == std::string_view::npos) end = dir.size();
+  }
+}
+
+std::size_t FdCache::watched_dirs() const {
+  std::lock_guard g(watch_mu_);
+  return dir_wds_.size();
+}
+
+bool FdCache::watch_one_dir(const std::string& dir) {
+  if (dir_wds_.contains(dir)) return true;
   std::string rel = root_relative(dir);
   // inotify has no *at() form: watch through the root descriptor's /proc path.
   std::string proc = "/proc/self/fd/" + std::to_string(root_fd_) + "/" + rel;
-  int wd = inotify_add_watch(inotify_fd_, proc.c_str(),
-                             IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
-                                 IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF);
+  int wd =
+      inotify_add_watch(inotify_fd_, proc.c_str(),
+                        IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
+                            IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
   if (wd < 0) {
-    spdlog::debug("fd cache: cannot watch {}: {}; statx revalidation", dir, std::strerror(errno));
-    dir_wds_[dir] = -1;
+    // Not remembered: a client can name any number of directories that do not exist, and
+    // the entry falls back to statx revalidation. The path is client input: quoted.
+    spdlog::debug("fd cache: cannot watch {:?}: {}; statx revalidation", dir, std::strerror(errno));
     return false;
   }
   dir_wds_[dir] = wd;
@@ -429,32 +460,43 @@ void FdCache::watch_loop(rt::CancelToken& stop) {
     for (char* p = buf; p < buf + n;) {
       auto* ev = reinterpret_cast<inotify_event*>(p);
       p += sizeof(inotify_event) + ev->len;
-      if (ev->mask & IN_Q_OVERFLOW) {
-        spdlog::warn("fd cache: inotify queue overflowed; dropping every entry");
-        clear();
-        continue;
-      }
-      std::string dir;
-      {
-        std::lock_guard g(watch_mu_);
-        auto it = wd_dirs_.find(ev->wd);
-        if (it == wd_dirs_.end()) continue;
-        dir = it->second;
-        if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
-          dir_wds_.erase(dir);
-          wd_dirs_.erase(it);
-        }
-      }
-      if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
-        clear();  // a whole directory went away or moved: simplest to start over
-        continue;
-      }
-      if (ev->len > 0) {
-        std::string path = dir + "/" + std::string(ev->name);
-        invalidate(path);
-        invalidate(path + "/");
-      }
+      on_inotify_event(*ev);
     }
+  }
+}
+
+void FdCache::on_inotify_event(const ::inotify_event& ev) {
+  if (ev.mask & IN_Q_OVERFLOW) {
+    spdlog::warn("fd cache: inotify queue overflowed; dropping every entry");
+    clear();
+    return;
+  }
+  std::string dir;
+  bool watched_child = false;
+  {
+    std::lock_guard g(watch_mu_);
+    auto it = wd_dirs_.find(ev.wd);
+    if (it == wd_dirs_.end()) return;
+    dir = it->second;
+    if (ev.mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+      dir_wds_.erase(dir);
+      wd_dirs_.erase(it);
+    } else if (ev.len > 0) {
+      watched_child = dir_wds_.contains(dir + "/" + ev.name);
+    }
+  }
+  // A directory (or a symlink standing for one) that went away, moved, or was replaced: every
+  // entry below it may now name another file, or one outside the root. Rare: start over.
+  if ((ev.mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) ||
+      ((ev.mask & (IN_ISDIR | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CREATE)) &&
+       (watched_child || (ev.mask & IN_ISDIR)))) {
+    clear();
+    return;
+  }
+  if (ev.len > 0) {
+    std::string path = dir + "/" + std::string(ev.name);
+    invalidate(path);
+    invalidate(path + "/");
   }
 }
 

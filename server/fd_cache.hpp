@@ -38,6 +38,8 @@
 #include "server/file_entry.hpp"
 #include "server/mime_map.hpp"
 
+struct inotify_event;
+
 namespace weft::http {
 
 class Metrics;
@@ -73,6 +75,9 @@ class FdCache {
 
   /// Returns the number of cached entries.
   std::size_t size() const { return entries_.load(std::memory_order_relaxed); }
+
+  /// Returns how many directories inotify watches (inotify mode; for tests and metrics).
+  std::size_t watched_dirs() const;
   /// Returns the bytes of file contents held.
   uint64_t bytes() const { return bytes_->load(std::memory_order_relaxed); }
   /// Returns how many times a file was opened (tests: concurrent misses open once).
@@ -89,6 +94,7 @@ class FdCache {
   struct CacheRecord {
     FileRef entry;               // empty while loading
     Loading* loading = nullptr;  // set while one fiber opens the file
+    bool changed = false;        // inotify saw a change while loading: do not keep the result
     std::list<std::string>::iterator lru;
   };
   struct Hash {
@@ -126,6 +132,8 @@ class FdCache {
       Shard& s, std::unordered_map<std::string, CacheRecord, Hash, std::equal_to<>>::iterator it);
   void invalidate(std::string_view path);
   bool watch_dir_of(std::string_view path);
+  bool watch_one_dir(const std::string& dir);
+  void on_inotify_event(const ::inotify_event& ev);
 
   const Config& config_;
   int root_fd_;
@@ -144,7 +152,7 @@ class FdCache {
 
   // inotify mode: watched directories (path relative to root, "" for the root itself).
   int inotify_fd_ = -1;
-  std::mutex watch_mu_;
+  mutable std::mutex watch_mu_;
   std::unordered_map<int, std::string> wd_dirs_;
   std::unordered_map<std::string, int> dir_wds_;
 };

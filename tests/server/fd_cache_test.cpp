@@ -57,12 +57,12 @@ class FdCacheTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  // Runs fn(cache) on a fiber of a 2-processor io_uring runtime.
+  // Runs fn(cache) on a fiber of an io_uring runtime (2 processors unless told).
   template <typename F>
-  void with_cache(F fn, std::size_t max_entries = 1000) {
+  void with_cache(F fn, std::size_t max_entries = 1000, unsigned processors = 2) {
     rt::IoOptions io;
     rt::RuntimeOptions o;
-    o.processors = 2;
+    o.processors = processors;
     o.make_driver = rt::make_io_driver_factory(io);
     rt::Runtime runtime(o);
     int root_fd = ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -367,6 +367,69 @@ TEST_F(FdCacheTest, InotifyModeSeesChangesWithoutWaitingForValid) {
     EXPECT_EQ(seen, "after!!");
     stop.cancel();
     watcher.join();
+  });
+}
+
+// A change reported while the file is being opened: the load may have seen the old file, so
+// its result is handed to the lookup but not kept (watched, it would be served for ever).
+TEST_F(FdCacheTest, InotifyChangeDuringALoadIsNotLost) {
+  config_.fd_cache_valid = Millis{3'600'000};
+  config_.fd_cache_revalidate = Revalidation::inotify;
+  write_file(root_ / "l.txt", "v1");
+  with_cache(
+      [&](FdCache& c) {
+        // One processor: this fiber runs while the lookup below waits for its open.
+        auto changer = rt::spawn([&] {
+          for (int i = 0; i < 10'000 && c.size() == 0; ++i) rt::yield();
+          c.clear();  // what the inotify loop does on a directory event
+        });
+        c.lookup("/l.txt", 0);
+        changer.join();
+        EXPECT_EQ(c.size(), 0u) << "the load that raced a change was kept";
+        c.lookup("/l.txt", 0);
+        EXPECT_EQ(c.opens(), 2u);
+      },
+      1000, /*processors=*/1);
+}
+
+// Renaming a grandparent directory (the content leaves the root) is noticed, though no
+// watch on the file's own directory reports it.
+TEST_F(FdCacheTest, InotifySeesAGrandparentRenamed) {
+  config_.fd_cache_valid = Millis{3'600'000};
+  config_.fd_cache_revalidate = Revalidation::inotify;
+  fs::create_directories(root_ / "a" / "b");
+  write_file(root_ / "a" / "b" / "f.txt", "inside");
+  const fs::path outside = make_test_dir("fdcache-out");
+  with_cache([&](FdCache& c) {
+    rt::CancelToken stop;
+    auto watcher = rt::spawn([&] { c.watch_loop(stop); });
+    EXPECT_EQ(body_of(c.lookup("/a/b/f.txt", 0)), "inside");
+    fs::rename(root_ / "a", outside / "a");
+    int err = 0;
+    for (int i = 0; i < 200 && err == 0; ++i) {
+      rt::sleep_for(5ms);
+      err = c.lookup("/a/b/f.txt", 0)->error;
+    }
+    EXPECT_EQ(err, ENOENT) << "content moved out of the root is still served";
+    stop.cancel();
+    watcher.join();
+  });
+  fs::remove_all(outside);
+}
+
+// Directories that do not exist are not remembered: a client naming /n1/x, /n2/x, ... must
+// not grow the watch table.
+TEST_F(FdCacheTest, InotifyDoesNotRememberMissingDirectories) {
+  config_.fd_cache_revalidate = Revalidation::inotify;
+  with_cache([&](FdCache& c) {
+    for (int i = 0; i < 200; ++i) {
+      EXPECT_EQ(c.lookup("/n" + std::to_string(i) + "/x", 0)->error, ENOENT);
+    }
+    EXPECT_EQ(c.watched_dirs(), 1u) << "only the root, which exists";
+    fs::create_directories(root_ / "d");
+    write_file(root_ / "d" / "in.txt", "t");
+    c.lookup("/d/in.txt", 0);
+    EXPECT_EQ(c.watched_dirs(), 2u);  // the root and /d
   });
 }
 
