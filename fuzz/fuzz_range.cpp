@@ -8,13 +8,18 @@
 //   4: If-Match         5: If-None-Match
 //   6: If-Modified-Since  7: If-Unmodified-Since
 //   8: the file's mtime, decimal seconds (default 1577934245)
+//   9: limits.max_ranges, decimal (default 16; above 100: 100); 0 and 1 are checked too
 // Missing lines are absent fields.
 //
 // Invariants checked (a failure aborts, and libFuzzer saves the input):
 //   - single: 0 < length and offset + length <= size; RangeResult.size is the file size;
+//   - multi: 2 to max_ranges parts, ascending, disjoint and not adjacent, each non-empty and
+//     inside the file, adding up to less than the file;
 //   - Content-Range fits its buffer and reads back as the range it describes;
 //   - the answer matches a straightforward reference model of RFC 9110 §14.1.2 (the union
-//     of the satisfiable ranges: one span is `single`, none is `unsatisfiable`);
+//     of the satisfiable ranges: one span is `single`, several are `multi` unless the
+//     ranges as requested add up to the size or more, none is `unsatisfiable`; more
+//     range-specs than max_ranges are ignored);
 //   - a parsed HTTP-date formats and parses back to the same second;
 //   - the preconditions give the answers RFC 9110 §13.2.2 requires in the cases that are
 //     easy to state: no field proceeds; If-None-Match: * is 304 for GET and 412 for others.
@@ -84,7 +89,7 @@ std::optional<std::uint64_t> digits(std::string_view s) {
   return parse_u64(s, 0);
 }
 
-Model model(std::string_view header, std::uint64_t size) {
+Model model(std::string_view header, std::uint64_t size, std::size_t max_ranges) {
   Model m;
   if (header.size() < 6) {
     m.ignored = true;
@@ -102,7 +107,7 @@ Model model(std::string_view header, std::uint64_t size) {
     const std::size_t comma = set.find(',');
     const std::string_view spec = trim(set.substr(0, comma));
     if (!spec.empty()) {
-      if (++specs > kMaxRanges) {
+      if (++specs > max_ranges) {
         m.ignored = true;
         return m;
       }
@@ -140,32 +145,70 @@ Model model(std::string_view header, std::uint64_t size) {
   return m;
 }
 
-void check_range(std::string_view header, std::uint64_t size) {
-  const RangeResult r = parse_range(header, size);
-  check(r.size == size, "RangeResult.size differs from the file size");
-
-  Model m = model(header, size);
-  RangeResult::Kind want = RangeResult::Kind::none;
-  std::uint64_t lo = 0, hi = 0;
-  if (!m.ignored) {
-    if (m.spans.empty()) {
-      want = m.suffix_on_empty ? RangeResult::Kind::none : RangeResult::Kind::unsatisfiable;
+// The union of `spans` (sorted here), as [begin, end) pairs apart from each other.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> merge(
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (const auto& [b, e] : spans) {
+    if (!out.empty() && b <= out.back().second) {
+      out.back().second = std::max(out.back().second, e);
     } else {
-      std::sort(m.spans.begin(), m.spans.end());
-      lo = m.spans[0].first;
-      hi = m.spans[0].second;
-      bool one = true;
-      for (const auto& [b, e] : m.spans) {
-        if (b > hi) {
-          one = false;
-          break;
-        }
-        hi = std::max(hi, e);
-      }
-      want = one ? RangeResult::Kind::single : RangeResult::Kind::none;
+      out.push_back({b, e});
     }
   }
+  return out;
+}
+
+// What the model says parse_range must answer, with the spans of a single or multi answer.
+RangeResult::Kind expected(const Model& m, std::uint64_t size,
+                           std::vector<std::pair<std::uint64_t, std::uint64_t>>& spans) {
+  if (m.ignored) return RangeResult::Kind::none;
+  if (m.spans.empty()) {
+    return m.suffix_on_empty ? RangeResult::Kind::none : RangeResult::Kind::unsatisfiable;
+  }
+  spans = merge(m.spans);
+  if (spans.size() == 1) return RangeResult::Kind::single;
+  // Ranges as requested that add up to the size or more: the whole file (an overflowing
+  // sum is more than any size; parse_range saturates instead).
+  std::uint64_t requested = 0;
+  bool overflow = false;
+  for (const auto& [b, e] : m.spans)
+    overflow |= __builtin_add_overflow(requested, e - b, &requested);
+  return overflow || requested >= size ? RangeResult::Kind::none : RangeResult::Kind::multi;
+}
+
+void check_parts(const RangeResult& r, std::uint64_t size, std::size_t max_ranges,
+                 const std::vector<std::pair<std::uint64_t, std::uint64_t>>& spans) {
+  check(r.parts.size() >= 2 && r.parts.size() <= max_ranges, "multi: part count");
+  check(r.parts.size() == spans.size(), "parse_range disagrees with the reference model (parts)");
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < r.parts.size(); ++i) {
+    const ByteRange& p = r.parts[i];
+    check(p.length > 0, "multi: an empty part");
+    check(p.offset < size && p.length <= size - p.offset, "multi: a part outside the file");
+    if (i > 0) {
+      const ByteRange& q = r.parts[i - 1];
+      check(p.offset > q.offset + q.length, "multi: parts not sorted, disjoint, apart");
+    }
+    check(p.offset == spans[i].first && p.offset + p.length == spans[i].second,
+          "parse_range disagrees with the reference model (a part)");
+    sum += p.length;
+  }
+  check(sum < size, "multi: the parts add up to the file");
+  ContentRangeBuffer buf;
+  check(format_content_range(r, buf).empty(), "a Content-Range for a multipart answer");
+}
+
+void check_range(std::string_view header, std::uint64_t size, std::size_t max_ranges) {
+  RangeParts scratch;
+  const RangeResult r = parse_range(header, size, max_ranges, scratch);
+  check(r.size == size, "RangeResult.size differs from the file size");
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+  const RangeResult::Kind want = expected(model(header, size, max_ranges), size, spans);
   check(r.kind == want, "parse_range disagrees with the reference model (kind)");
+  check(r.kind == RangeResult::Kind::multi || r.parts.empty(), "parts outside a multi answer");
 
   ContentRangeBuffer buf;
   const std::string_view cr = format_content_range(r, buf);
@@ -173,12 +216,14 @@ void check_range(std::string_view header, std::uint64_t size) {
   if (r.kind == RangeResult::Kind::single) {
     check(r.length > 0, "empty single range");
     check(r.offset < size && r.length <= size - r.offset, "single range outside the file");
-    check(r.offset == lo && r.offset + r.length == hi,
+    check(r.offset == spans[0].first && r.offset + r.length == spans[0].second,
           "parse_range disagrees with the reference model (span)");
     const std::string want_cr = "bytes " + std::to_string(r.offset) + "-" +
                                 std::to_string(r.offset + r.length - 1) + "/" +
                                 std::to_string(size);
     check(cr == want_cr, "Content-Range does not describe the range");
+  } else if (r.kind == RangeResult::Kind::multi) {
+    check_parts(r, size, max_ranges, spans);
   } else if (r.kind == RangeResult::Kind::unsatisfiable) {
     check(cr == "bytes */" + std::to_string(size), "unsatisfiable Content-Range");
   } else {
@@ -250,7 +295,7 @@ void check_conditionals(const std::vector<std::optional<std::string_view>>& line
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  std::vector<std::optional<std::string_view>> line(8);
+  std::vector<std::optional<std::string_view>> line(9);
   for (std::size_t i = 0; i < line.size() && !in.empty(); ++i) {
     const std::size_t nl = in.find('\n');
     line[i] = in.substr(0, nl);
@@ -258,12 +303,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::uint64_t file_size = parse_u64(line[0].value_or(""), 1000);
   const auto mtime = static_cast<std::int64_t>(parse_u64(line[7].value_or(""), 1577934245) >> 1);
+  const std::size_t max_ranges = static_cast<std::size_t>(
+      std::min<std::uint64_t>(parse_u64(line[8].value_or(""), 16), kMaxRangesLimit));
   if (line[1]) {
     // The connection passes Range values OWS-trimmed (the parser trims them).
-    check_range(trim(*line[1]), file_size);
-    // Small sizes hit the edges (empty file, one byte) whatever the first line says.
-    for (std::uint64_t s : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{2}}) {
-      check_range(trim(*line[1]), s);
+    const std::string_view range = trim(*line[1]);
+    for (std::size_t max : {max_ranges, std::size_t{0}, std::size_t{1}}) {
+      check_range(range, file_size, max);
+      // Small sizes hit the edges (empty file, one byte) whatever the first line says.
+      for (std::uint64_t s : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{2}}) {
+        check_range(range, s, max);
+      }
     }
   }
   check_conditionals(line, file_size, mtime);

@@ -20,7 +20,7 @@
 //     meets first, and that can depend on where a read ended;
 //   - a normalized path starts with '/', has no NUL, no empty, "." or ".." segment, and fits
 //     kMaxPathBytes;
-//   - a single range lies inside the file and is not empty.
+//   - a single range, and each part of a multipart one, lies inside the file and is not empty.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -93,11 +93,16 @@ void check_path(std::string_view raw) {
 }
 
 void check_range(std::string_view header, std::uint64_t size) {
-  const RangeResult r = parse_range(header, size);
+  RangeParts parts;
+  const RangeResult r = parse_range(header, size, kMaxRangesLimit, parts);
   check(r.size == size, "RangeResult.size differs from the file size");
   if (r.kind == RangeResult::Kind::single) {
     check(r.length > 0, "empty single range");
     check(r.offset < size && r.length <= size - r.offset, "single range outside the file");
+  }
+  for (const ByteRange& p : r.parts) {
+    check(p.length > 0 && p.offset < size && p.length <= size - p.offset,
+          "a part outside the file");
   }
   ContentRangeBuffer buf;
   const std::string_view cr = format_content_range(r, buf);

@@ -1,12 +1,12 @@
 // ConnectionWork: the working state a connection borrows from its processor's pool while it
 // serves, and gives back when it goes idle, so an idle connection holds none of it.
 //
-// It holds the read buffer, the parser, the path strings, and the response queue: the
-// output slices with the references that keep cached file bytes alive, the arena of queued
-// heads and small bodies, and one Outgoing record per response in flight. A response stays in
-// flight from when it is queued until its bytes are sent (or the sending failed); only then
-// are its metrics counted and its access line written (Connection::finish_request), with the
-// bytes the client was actually sent.
+// It holds the read buffer, the parser, the path strings, a Range's parts, and the response
+// queue: the output slices with the references that keep cached file bytes alive, the arena
+// of queued heads and small bodies, and one Outgoing record per response in flight. A
+// response stays in flight from when it is queued until its bytes are sent (or the sending
+// failed); only then are its metrics counted and its access line written
+// (Connection::finish_request), with the bytes the client was actually sent.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,8 @@
 #include "runtime/clock.hpp"
 #include "server/config.hpp"
 #include "server/file_entry.hpp"
+#include "server/multipart.hpp"
+#include "server/range.hpp"
 #include "server/request.hpp"
 #include "server/request_parser.hpp"
 
@@ -63,6 +65,8 @@ struct ConnectionWork {
   std::string scratch;             // index-file paths, Location values
   std::string body;                // a listing page
   std::string notes;               // the text of the in-flight responses' RequestNotes
+  RangeParts ranges;               // a Range's parts (a multipart 206 sends them from here)
+  Boundary boundary;               // a multipart 206's boundary
 
   // The response queue (ResponseWriter).
   iovec iov[kMaxIov];

@@ -352,7 +352,9 @@ FileRef FdCache::load(std::string_view path) {
   }
   e->headers.append("ETag: ").append(e->etag.view()).append("\r\n");
   e->validators_end = e->headers.size();
-  e->headers.append("Accept-Ranges: bytes\r\n");
+  // limits.max_ranges = 0 ignores every Range: say so (RFC 9110 §14.3) rather than invite one.
+  e->headers.append(config_.max_ranges == 0 ? "Accept-Ranges: none\r\n"
+                                            : "Accept-Ranges: bytes\r\n");
   return ref;
 }
 

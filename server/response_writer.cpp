@@ -11,6 +11,7 @@
 #include "runtime/io.hpp"
 #include "server/http_date.hpp"
 #include "server/log_throttle.hpp"
+#include "server/multipart.hpp"
 #include "server/status.hpp"
 
 namespace weft::http {
@@ -46,6 +47,21 @@ void ResponseWriter::build_refusal(ServerContext& ctx, int status, HeadBuffer& h
   h.append(error_body(status));
 }
 
+void ResponseWriter::append_file_fields(HeadBuffer& h, const Reply& reply) {
+  const FileEntry& file = *reply.file;
+  if (reply.boundary.empty()) {
+    h.append(file.headers);  // the common case: the fields prebuilt by the fd cache
+    return;
+  }
+  // A multipart body: its own Content-Type (each part carries the file's), then the file's
+  // validators and the rest of its fields, which follow its Content-Type line.
+  h.append("Content-Type: ");
+  h.append(kMultipartType);
+  h.append(reply.boundary);
+  h.append("\r\n");
+  h.append(std::string_view(file.headers).substr(file.validators_at));
+}
+
 void ResponseWriter::build_head(HeadBuffer& h, const Reply& reply, const Request* req,
                                 bool close) const {
   begin_head(ctx_, h, reply.status, close, req);
@@ -62,9 +78,9 @@ void ResponseWriter::build_head(HeadBuffer& h, const Reply& reply, const Request
       h.append(reply.file->validator_fields());
       break;
     case Reply::Kind::file:
-      h.append(reply.file->headers);
+      append_file_fields(h, reply);
       h.field("Content-Length", reply.length);
-      if (reply.status == 206) {
+      if (reply.range.kind == RangeResult::Kind::single) {
         ContentRangeBuffer cr;
         h.field("Content-Range", format_content_range(reply.range, cr));
       }
@@ -103,6 +119,7 @@ bool ResponseWriter::write(const Reply& reply, const Request* req, bool close,
       break;
     case Reply::Kind::file:
       if (head_only || reply.length == 0) break;
+      if (!reply.boundary.empty()) return stream(reply, h.view(), note);
       if (reply.file->has_bytes()) {
         o.body = reply.length;
         return queue(o, h.view(), reply.file->bytes.get() + reply.offset, reply.file);
@@ -213,8 +230,10 @@ bool ResponseWriter::stream(const Reply& reply, std::string_view head, const Req
     ok = io::send_all(fd_, work_->body.data(), work_->body.size(), 0, send_deadline(), &token_,
                       &sent) >= 0;
     if (!ok) broken_ = true;
+  } else if (!reply.boundary.empty()) {
+    ok = send_parts(reply, &sent);
   } else {
-    ok = send_file_body(*reply.file, reply.offset, reply.length, &sent);
+    ok = send_file_body(*reply.file, reply.offset, reply.length, false, &sent);
   }
   // The streamed response is the only one in flight now.
   finish_(owner_, work_->outgoing[0], sent);
@@ -222,9 +241,45 @@ bool ResponseWriter::stream(const Reply& reply, std::string_view head, const Req
   return ok;
 }
 
+bool ResponseWriter::send_parts(const Reply& reply, uint64_t* sent) {
+  // Each part's head is text made here; its bytes go out as a single range's would: from
+  // memory for a cached file (one sendmsg with the head), else with sendfile or splice.
+  // MSG_MORE everywhere but on the close delimiter: the pieces join into full segments.
+  const FileEntry& file = *reply.file;
+  HeadBuffer h;
+  for (const ByteRange& part : reply.range.parts) {
+    h.clear();
+    append_part_head(h, reply.boundary, file.content_type, part, file.size);
+    if (file.has_bytes()) {
+      iovec iov[2] = {{const_cast<char*>(h.data()), h.size()},
+                      {file.bytes.get() + part.offset, part.length}};
+      if (!send_bytes(iov, 2, MSG_MORE, sent)) return false;
+      continue;
+    }
+    if (!send_bytes(const_cast<char*>(h.data()), h.size(), MSG_MORE, sent)) return false;
+    if (!send_file_body(file, part.offset, part.length, true, sent)) return false;
+  }
+  h.clear();
+  append_close_delimiter(h, reply.boundary);
+  return send_bytes(const_cast<char*>(h.data()), h.size(), 0, sent);
+}
+
+bool ResponseWriter::send_bytes(char* data, std::size_t size, int flags, uint64_t* sent) {
+  iovec iov{data, size};
+  return send_bytes(&iov, 1, flags, sent);
+}
+
+bool ResponseWriter::send_bytes(iovec* iov, int count, int flags, uint64_t* sent) {
+  uint64_t n = 0;
+  bool ok = io::sendv_all(fd_, iov, count, flags, send_deadline(), &token_, &n) >= 0;
+  *sent += n;
+  if (!ok) broken_ = true;  // the peer is gone or stuck, as for any other send
+  return ok;
+}
+
 bool ResponseWriter::send_file_body(const FileEntry& file, uint64_t offset, uint64_t length,
-                                    uint64_t* sent) {
-  return ctx_.config.body == BodyPath::splice ? send_with_splice(file, offset, length, sent)
+                                    bool more, uint64_t* sent) {
+  return ctx_.config.body == BodyPath::splice ? send_with_splice(file, offset, length, more, sent)
                                               : send_with_sendfile(file, offset, length, sent);
 }
 
@@ -275,7 +330,7 @@ bool ResponseWriter::send_with_sendfile(const FileEntry& file, uint64_t offset, 
 }
 
 bool ResponseWriter::send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length,
-                                      uint64_t* sent) {
+                                      bool more, uint64_t* sent) {
   ResourcePool& pool = ctx_.pool();
   auto pipe = pool.take_pipe();
   if (pipe.first < 0) return send_with_sendfile(file, offset, length, sent);
@@ -295,9 +350,9 @@ bool ResponseWriter::send_with_splice(const FileEntry& file, uint64_t offset, ui
       length -= static_cast<uint64_t>(n);
       in_pipe += static_cast<uint64_t>(n);
     }
-    int64_t m =
-        io::splice(pipe.first, -1, fd_, -1, in_pipe,
-                   SPLICE_F_MOVE | (length > 0 ? SPLICE_F_MORE : 0), send_deadline(), &token_);
+    int64_t m = io::splice(pipe.first, -1, fd_, -1, in_pipe,
+                           SPLICE_F_MOVE | (length > 0 || more ? SPLICE_F_MORE : 0),
+                           send_deadline(), &token_);
     if (m <= 0) {
       if (m < 0) on_body_error(file, m);
       ok = false;

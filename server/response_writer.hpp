@@ -3,10 +3,11 @@
 // It builds every response head (build_head: one place for the status line, the common
 // fields and each kind's own), queues heads and small bodies in the connection's arena and
 // sends them together (one sendmsg for a pipelined batch), and streams large bodies with
-// sendfile or splice. Every response is an Outgoing record from when it is queued until its
-// bytes are out; then, or when sending fails, the writer hands it to its owner's Finish
-// callback with the body bytes the client was actually sent. That callback is the only place
-// that counts a request and logs it.
+// sendfile or splice, and multipart/byteranges bodies as their framing text between the
+// parts' slices (each sent as a single range's would be). Every response is an Outgoing record from
+// when it is queued until its bytes are out; then, or when sending fails, the writer hands it to
+// its owner's Finish callback with the body bytes the client was actually sent. That callback is
+// the only place that counts a request and logs it.
 //
 // Timeouts: any send that makes no progress for timeouts.send fails, and the connection is
 // broken from then on (broken()): nothing more is sent on it.
@@ -77,9 +78,19 @@ class ResponseWriter {
   // Empties the slices and the arena, dropping the references that held cached bytes.
   void clear_slices();
   bool stream(const Reply& reply, std::string_view head, const RequestNote& note);
-  bool send_file_body(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
+  // Writes a file reply's representation fields (Content-Type, validators, Accept-Ranges).
+  static void append_file_fields(HeadBuffer& h, const Reply& reply);
+  // Sends the body of a multipart 206: each part's head, then its bytes; then the end.
+  bool send_parts(const Reply& reply, uint64_t* sent);
+  // Sends bytes in memory (framing, a cached file's slice); adds what went out to *sent.
+  bool send_bytes(char* data, std::size_t size, int flags, uint64_t* sent);
+  bool send_bytes(iovec* iov, int count, int flags, uint64_t* sent);
+  // `more`: other bytes follow this body's (a multipart's next part), for SPLICE_F_MORE.
+  bool send_file_body(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
+                      uint64_t* sent);
   bool send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
-  bool send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
+  bool send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
+                        uint64_t* sent);
   void on_body_error(const FileEntry& file, int64_t result);
   rt::TimePoint send_deadline() const;
 

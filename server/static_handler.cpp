@@ -4,12 +4,14 @@
 #include <cstring>
 #include <ctime>
 #include <iterator>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "server/conditional.hpp"
 #include "server/listing.hpp"
 #include "server/log_throttle.hpp"
+#include "server/multipart.hpp"
 #include "server/path.hpp"
 #include "server/response.hpp"
 #include "server/status.hpp"
@@ -66,8 +68,46 @@ Reply directory_reply(ServerContext& ctx, const Request& req, ConnectionWork& wo
   return page_reply("text/html");
 }
 
+// Turns `r` (200, the whole file) into the answer to its Range: 206 for one range or for a
+// multipart body of several, 416 (returned) for none that is satisfiable; returns nothing
+// when `r` stands.
+std::optional<Reply> apply_range(const ServerContext& ctx, std::string_view range,
+                                 ConnectionWork& work, Reply& r) {
+  const FileEntry& file = *r.file;
+  r.range = parse_range(range, file.size, ctx.config.max_ranges, work.ranges);
+  switch (r.range.kind) {
+    case RangeResult::Kind::none:
+      break;
+    case RangeResult::Kind::unsatisfiable: {
+      ContentRangeBuffer cr;
+      work.scratch.assign("Content-Range: ")
+          .append(format_content_range(r.range, cr))
+          .append("\r\n");
+      return Reply::error_page(416, work.scratch);
+    }
+    case RangeResult::Kind::single:
+      r.status = 206;
+      r.offset = r.range.offset;
+      r.length = r.range.length;
+      break;
+    case RangeResult::Kind::multi: {
+      const std::string_view boundary = make_boundary(work.boundary);
+      auto length = multipart_length(boundary, file.content_type, r.range.parts, file.size);
+      if (!length) {  // a type too long for a part's head: the whole file (Range is optional)
+        r.range = {};
+        break;
+      }
+      r.status = 206;
+      r.length = *length;
+      r.boundary = boundary;
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
 // A found file: preconditions, then ranges.
-Reply file_reply(const Request& req, ConnectionWork& work, FileRef file) {
+Reply file_reply(const ServerContext& ctx, const Request& req, ConnectionWork& work, FileRef file) {
   int64_t now_s = static_cast<int64_t>(std::time(nullptr));
   Validators v{file->etag.view(), file->mtime, file->mtime_strong};
   Reply r;
@@ -86,22 +126,10 @@ Reply file_reply(const Request& req, ConnectionWork& work, FileRef file) {
     case Precondition::proceed:
       break;
   }
-  if (auto range = req.range(); range && if_range_allows(req.if_range(), v, now_s)) {
-    r.range = parse_range(*range, file->size);
-    if (r.range.kind == RangeResult::Kind::unsatisfiable) {
-      ContentRangeBuffer cr;
-      work.scratch.assign("Content-Range: ")
-          .append(format_content_range(r.range, cr))
-          .append("\r\n");
-      return Reply::error_page(416, work.scratch);
-    }
-    if (r.range.kind == RangeResult::Kind::single) {
-      r.status = 206;
-      r.offset = r.range.offset;
-      r.length = r.range.length;
-    }
-  }
   r.file = std::move(file);
+  if (auto range = req.range(); range && if_range_allows(req.if_range(), v, now_s)) {
+    if (auto answer = apply_range(ctx, *range, work, r)) return *answer;
+  }
   return r;
 }
 
@@ -156,7 +184,7 @@ Reply handle_static(ServerContext& ctx, const Request& req, ConnectionWork& work
     log_lookup_error(es, peer, req, work.path, file->error);
     return Reply::error_page(es.status);
   }
-  return file_reply(req, work, std::move(file));
+  return file_reply(ctx, req, work, std::move(file));
 }
 
 }  // namespace weft::http

@@ -25,7 +25,8 @@ struct Reply {
   enum class Kind : std::uint8_t {
     error,         // an error page for `status`, with `extra` fields (Location, Allow, ...)
     options,       // 200 with Allow and no body
-    file,          // `length` bytes of `file` from `offset` (200, or 206 with `range`)
+    file,          // `length` bytes of `file` from `offset` (200, or 206 with `range`),
+                   // or with a `boundary` the multipart body of range.parts (`length` long)
     not_modified,  // 304 with the file's validators
     page,          // 200 with the ConnectionWork's `body` (a listing, the metrics)
   };
@@ -37,6 +38,7 @@ struct Reply {
   RangeResult range;              // the Content-Range of a 206 (and of a 416, in `extra`)
   std::string_view extra;         // "Name: value\r\n" lines for an error page, or empty
   std::string_view content_type;  // of a page
+  std::string_view boundary;      // of a multipart 206: a view of ConnectionWork::boundary
 
   /// Returns an error reply for `status`, with `extra` header lines.
   static Reply error_page(int status, std::string_view extra = {}) {

@@ -98,7 +98,8 @@ int serve(RequestParser& parser, std::string& buf, std::string& path, const Mime
     evaluate_preconditions(Preconditions::of(q), v, q.method(), 1'700'000'000);
     if (const auto range = q.range()) {
       if (if_range_allows(q.if_range(), v, 1'700'000'000)) {
-        const RangeResult rr = parse_range(*range, 1024);
+        RangeParts parts;
+        const RangeResult rr = parse_range(*range, 1024, 16, parts);
         ContentRangeBuffer cr;
         format_content_range(rr, cr);
       }

@@ -1,11 +1,13 @@
 // Tests server/response_writer over a real socket pair: heads built per Reply kind, pipelined
 // responses queued and sent in one go and finished in order with their body bytes, HEAD
-// without a body, a body streamed with sendfile, a peer that is gone (finished unsent, the
-// writer broken), and abandon() finishing what is still queued.
+// without a body, a body streamed with sendfile, multipart/byteranges bodies (from memory and
+// from the descriptor), a peer that is gone (finished unsent, the writer broken), and
+// abandon() finishing what is still queued.
 #include "server/response_writer.hpp"
 
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 
 #include "runtime/io_driver.hpp"
 #include "runtime/scheduler.hpp"
+#include "server/multipart.hpp"
 #include "server/status.hpp"
 
 namespace weft::http {
@@ -81,7 +84,12 @@ class ResponseWriterTest : public ::testing::Test {
     e->fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     e->size = content.size();
     e->etag = make_etag(1, 0, content.size());
+    e->content_type = "application/octet-stream";
     e->headers = "Content-Type: application/octet-stream\r\n";
+    e->validators_at = e->headers.size();
+    e->headers.append("ETag: ").append(e->etag.view()).append("\r\n");
+    e->validators_end = e->headers.size();
+    e->headers.append("Accept-Ranges: bytes\r\n");
     if (cached) {
       e->bytes = std::make_unique<char[]>(content.size());
       std::memcpy(e->bytes.get(), content.data(), content.size());
@@ -89,6 +97,8 @@ class ResponseWriterTest : public ::testing::Test {
     std::filesystem::remove(path_);
     return FileRef(e);
   }
+
+  void check_multipart(bool cached);
 
   static Reply file_reply(FileRef f) {
     Reply r;
@@ -151,6 +161,69 @@ TEST_F(ResponseWriterTest, AStreamedBodyIsCountedAsItGoesOut) {
   EXPECT_EQ(finished_[0].body_sent, content.size());
   EXPECT_NE(got.find("Content-Length: 307200\r\n"), std::string::npos);
   EXPECT_TRUE(got.ends_with(content));
+}
+
+// The multipart/byteranges body the writer must send for `parts` of `content`.
+std::string multipart_body(std::string_view boundary, const std::string& content,
+                           std::span<const ByteRange> parts) {
+  std::string body;
+  for (const ByteRange& p : parts) {
+    body.append("\r\n--").append(boundary).append("\r\nContent-Type: application/octet-stream");
+    body.append("\r\nContent-Range: bytes " + std::to_string(p.offset) + "-" +
+                std::to_string(p.offset + p.length - 1) + "/" + std::to_string(content.size()));
+    body.append("\r\n\r\n").append(content, p.offset, p.length);
+  }
+  return body.append("\r\n--").append(boundary).append("--\r\n");
+}
+
+// Sends a multipart reply for three parts of a file (`cached` or sent from its descriptor)
+// between two other responses and checks its head, its body byte for byte, and its count.
+void ResponseWriterTest::check_multipart(bool cached) {
+  std::string content(cached ? 4000 : 300 * 1024, '\0');
+  for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7 + 3);
+  const ByteRange parts[] = {{0, 10}, {100, 1}, {content.size() - 50, 50}};
+  Reply r = file_reply(file_of(content, cached));
+  r.status = 206;
+  r.range.kind = RangeResult::Kind::multi;
+  r.range.size = content.size();
+  r.range.parts = parts;
+  r.boundary = "00112233445566778899";
+  r.length = *multipart_length(r.boundary, "application/octet-stream", parts, content.size());
+  // Behind another response on the same connection, and followed by one: the framing
+  // must end exactly where its Content-Length says.
+  std::string got = run([&](ResponseWriter& w, ConnectionWork&) {
+    EXPECT_TRUE(w.write(Reply::error_page(404), nullptr, false, {}));
+    EXPECT_TRUE(w.write(r, nullptr, false, {}));
+    EXPECT_TRUE(w.write(Reply::error_page(404), nullptr, false, {}));
+    EXPECT_TRUE(w.flush());
+  });
+  const std::string body = multipart_body(r.boundary, content, parts);
+  ASSERT_EQ(finished_.size(), 3u);
+  EXPECT_EQ(finished_[1].status, 206);
+  EXPECT_EQ(finished_[1].body_sent, body.size());
+  EXPECT_EQ(r.length, body.size());
+  const std::size_t at = got.find("HTTP/1.1 206 Partial Content\r\n");
+  ASSERT_NE(at, std::string::npos) << got.substr(0, 500);
+  const std::size_t end = got.find("\r\n\r\n", at) + 4;
+  const std::string head = got.substr(at, end - at);
+  EXPECT_NE(head.find("Content-Type: multipart/byteranges; boundary=00112233445566778899\r\n"),
+            std::string::npos)
+      << head;
+  EXPECT_EQ(count(head, "Content-Type:"), 1u) << head;
+  EXPECT_NE(head.find("\r\nETag: \""), std::string::npos) << head;
+  EXPECT_NE(head.find("Content-Length: " + std::to_string(body.size()) + "\r\n"),
+            std::string::npos);
+  EXPECT_EQ(head.find("Content-Range"), std::string::npos) << head;
+  EXPECT_EQ(got.substr(end, body.size()), body);
+  EXPECT_EQ(got.find("HTTP/1.1 404 Not Found\r\n", end), end + body.size());
+}
+
+TEST_F(ResponseWriterTest, AMultipartBodyOfACachedFile) {
+  check_multipart(true);
+}
+
+TEST_F(ResponseWriterTest, AMultipartBodySentFromTheDescriptor) {
+  check_multipart(false);
 }
 
 TEST_F(ResponseWriterTest, APeerThatIsGoneGetsNothingAndBreaksTheWriter) {

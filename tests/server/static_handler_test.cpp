@@ -1,7 +1,8 @@
 // Tests server/static_handler: the Reply each request gets, without a socket: methods,
 // target errors, files, the trailing-slash rule, directory redirects (with the query kept
-// and the path encoded), index files, listings on and off, preconditions and ranges. Runs
-// the handler on a fiber (the fd cache's lookups need one) over a real document root.
+// and the path encoded), index files, listings on and off, preconditions and ranges (one,
+// several as multipart, limits.max_ranges). Runs the handler on a fiber (the fd cache's
+// lookups need one) over a real document root.
 #include "server/static_handler.hpp"
 
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "runtime/io_driver.hpp"
 #include "runtime/scheduler.hpp"
 #include "server/fd_cache.hpp"
+#include "server/multipart.hpp"
 
 #include "tests/server/temp_dir.hpp"
 
@@ -145,6 +147,50 @@ TEST_F(StaticHandlerTest, PreconditionsAndRanges) {
          [](const Reply& r, ConnectionWork&) {
            EXPECT_EQ(r.status, 416);
            EXPECT_EQ(r.extra, "Content-Range: bytes */12\r\n");
+         });
+}
+
+TEST_F(StaticHandlerTest, SeveralRangesGetAMultipartBody) {
+  answer("GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=6-7,0-1\r\n\r\n",
+         [](const Reply& r, ConnectionWork& w) {
+           EXPECT_EQ(r.kind, Reply::Kind::file);
+           EXPECT_EQ(r.status, 206);
+           ASSERT_EQ(r.range.kind, RangeResult::Kind::multi);
+           ASSERT_EQ(r.range.parts.size(), 2u);
+           EXPECT_EQ(r.range.parts[0].offset, 0u);  // sorted
+           EXPECT_EQ(r.range.parts[1].offset, 6u);
+           EXPECT_EQ(r.boundary.data(), w.boundary.data());
+           EXPECT_EQ(r.boundary.size(), kBoundaryLength);
+           EXPECT_EQ(r.length, multipart_length(r.boundary, "text/plain", r.range.parts, 12));
+         });
+  // A failed If-Range: the whole file, as for one range.
+  answer("GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1,6-7\r\nIf-Range: \"x\"\r\n\r\n",
+         [](const Reply& r, ConnectionWork&) {
+           EXPECT_EQ(r.status, 200);
+           EXPECT_EQ(r.length, 12u);
+           EXPECT_TRUE(r.boundary.empty());
+         });
+  // Ranges that add up to the file: the whole file.
+  answer("GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-5,0-5,8-9\r\n\r\n",
+         [](const Reply& r, ConnectionWork&) {
+           EXPECT_EQ(r.status, 200);
+           EXPECT_TRUE(r.boundary.empty());
+         });
+}
+
+TEST_F(StaticHandlerTest, MaxRangesLimitsTheRanges) {
+  config_.max_ranges = 1;
+  answer("GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1,6-7\r\n\r\n",
+         [](const Reply& r, ConnectionWork&) {
+           EXPECT_EQ(r.status, 200);
+           EXPECT_EQ(r.length, 12u);
+         });
+  EXPECT_EQ(status_of("GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=6-\r\n\r\n"), 206);
+  config_.max_ranges = 0;  // no ranges at all: not even a 416, and Accept-Ranges says none
+  answer("GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=100-\r\n\r\n",
+         [](const Reply& r, ConnectionWork&) {
+           EXPECT_EQ(r.status, 200);
+           EXPECT_NE(r.file->headers.find("Accept-Ranges: none\r\n"), std::string::npos);
          });
 }
 

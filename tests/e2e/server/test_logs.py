@@ -76,6 +76,19 @@ class Combined(AccessLogCase):
             '127.0.0.1 - - [TIME] "GET /medium.bin HTTP/1.0" 200 %d "-" "-"' % len(site.MEDIUM),
         ])
 
+    def test_multipart_body_bytes(self):
+        # A multipart/byteranges body is logged with every byte sent, framing included: its
+        # Content-Length, from memory (hello.txt) and from the descriptor (medium.bin).
+        rs = self.send(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1,5-6\r\n\r\n"
+                       b"GET /medium.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-9,-10\r\n\r\n",
+                       ("GET", "GET"))
+        lines = [self.check_time(line) for line in self.new_lines(2)]
+        self.assertEqual([r.status for r in rs], [206, 206])
+        self.assertEqual(lines, [
+            '127.0.0.1 - - [TIME] "GET %s HTTP/1.1" 206 %d "-" "-"' % (path, len(r.body))
+            for path, r in (("/hello.txt", rs[0]), ("/medium.bin", rs[1]))])
+        self.assertGreater(len(rs[1].body), 20)
+
     def test_with_curl(self):
         self.srv.curl("/dir/", "-A", "curl-e2e", "-e", "http://r/")
         line = self.check_time(self.new_lines(1)[0])
