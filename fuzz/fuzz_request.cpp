@@ -1,6 +1,6 @@
 // libFuzzer target: a connection's bytes through RequestParser, then what the server does
 // with each ready request before touching the file system (normalize_target, parse_range,
-// evaluate_preconditions, if_range_allows).
+// evaluate_preconditions, if_range_allows, parse_accept_encoding).
 //
 // The input is the raw byte stream of one connection, so a seed is simply a request as it
 // goes over the wire. How it is cut into reads, and which [limits] apply, is derived from a
@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/accept_encoding.hpp"
 #include "server/conditional.hpp"
 #include "server/config.hpp"
 #include "server/path.hpp"
@@ -131,6 +132,8 @@ void check_request(const Request& req, const std::vector<char>& buf, std::uint64
     (void)if_range_allows(req.if_range(), v, now);
     check_range(*range, size);
   }
+  const CodingWeights w = parse_accept_encoding(req.accept_encoding());
+  check(w.br <= 1000 && w.gzip <= 1000, "an Accept-Encoding weight above q=1");
 }
 
 Config config_for(std::uint64_t h) {

@@ -64,6 +64,7 @@ struct ConnectionWork {
   std::string path;                // the normalized request path
   std::string scratch;             // index-file paths, Location values
   std::string body;                // a listing page
+  std::string fields;              // a precompressed variant's validator fields
   std::string notes;               // the text of the in-flight responses' RequestNotes
   RangeParts ranges;               // a Range's parts (a multipart 206 sends them from here)
   Boundary boundary;               // a multipart 206's boundary

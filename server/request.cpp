@@ -30,6 +30,9 @@ Field classify_field(std::string_view name) {
     case 14:
       if (ascii::iequals(name, "content-length")) return Field::content_length;
       break;
+    case 15:
+      if (ascii::iequals(name, "accept-encoding")) return Field::accept_encoding;
+      break;
     case 17:
       if (ascii::iequals(name, "if-modified-since")) return Field::if_modified_since;
       if (ascii::iequals(name, "transfer-encoding")) return Field::transfer_encoding;

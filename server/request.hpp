@@ -10,7 +10,8 @@
 // a repeated Host is rejected by the parser; a repeated Range, If-Range, If-Modified-Since or
 // If-Unmodified-Since is treated as invalid, which for each of them means "ignore it", and a
 // Range whose If-Range is invalid is ignored too (RFC 9110 §13.1.5). List fields (Connection,
-// If-Match, If-None-Match) may arrive on several lines and are read with FieldLines.
+// If-Match, If-None-Match, Accept-Encoding) may arrive on several lines and are read with
+// FieldLines.
 #pragma once
 
 #include <array>
@@ -41,7 +42,8 @@ enum class Field : std::uint8_t {
   if_modified_since,
   if_unmodified_since,
   range,
-  if_range,
+  accept_encoding,
+  if_range,  // the last: kFieldCount
 };
 
 /// Number of Field values.
@@ -156,6 +158,9 @@ class Request {
 
   /// Returns the lines of If-None-Match.
   FieldLines if_none_match() const { return lines(Field::if_none_match); }
+
+  /// Returns the lines of Accept-Encoding.
+  FieldLines accept_encoding() const { return lines(Field::accept_encoding); }
 
   /// Returns If-Modified-Since when sent exactly once.
   std::optional<std::string_view> if_modified_since() const {

@@ -49,17 +49,26 @@ void ResponseWriter::build_refusal(ServerContext& ctx, int status, HeadBuffer& h
 
 void ResponseWriter::append_file_fields(HeadBuffer& h, const Reply& reply) {
   const FileEntry& file = *reply.file;
-  if (reply.boundary.empty()) {
+  if (reply.boundary.empty() && reply.encoding.empty()) {
     h.append(file.headers);  // the common case: the fields prebuilt by the fd cache
+    if (reply.vary) h.append(kVaryLine);
     return;
   }
-  // A multipart body: its own Content-Type (each part carries the file's), then the file's
-  // validators and the rest of its fields, which follow its Content-Type line.
-  h.append("Content-Type: ");
-  h.append(kMultipartType);
-  h.append(reply.boundary);
-  h.append("\r\n");
-  h.append(std::string_view(file.headers).substr(file.validators_at));
+  // A multipart body has its own Content-Type (each part carries the file's); a variant has
+  // the original's, its coding, and its own validators. The rest of the file's fields
+  // (Accept-Ranges) follow its validators.
+  if (!reply.boundary.empty()) {
+    h.append("Content-Type: ");
+    h.append(kMultipartType);
+    h.append(reply.boundary);
+    h.append("\r\n");
+  } else {
+    h.field("Content-Type", reply.content_type);
+    h.field("Content-Encoding", reply.encoding);
+  }
+  h.append(reply.validators.empty() ? file.validator_fields() : reply.validators);
+  h.append(std::string_view(file.headers).substr(file.validators_end));
+  if (reply.vary) h.append(kVaryLine);
 }
 
 void ResponseWriter::build_head(HeadBuffer& h, const Reply& reply, const Request* req,
@@ -75,7 +84,8 @@ void ResponseWriter::build_head(HeadBuffer& h, const Reply& reply, const Request
       h.append("Content-Length: 0\r\n");
       break;
     case Reply::Kind::not_modified:
-      h.append(reply.file->validator_fields());
+      h.append(reply.validators.empty() ? reply.file->validator_fields() : reply.validators);
+      if (reply.vary) h.append(kVaryLine);
       break;
     case Reply::Kind::file:
       append_file_fields(h, reply);

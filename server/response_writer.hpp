@@ -78,7 +78,8 @@ class ResponseWriter {
   // Empties the slices and the arena, dropping the references that held cached bytes.
   void clear_slices();
   bool stream(const Reply& reply, std::string_view head, const RequestNote& note);
-  // Writes a file reply's representation fields (Content-Type, validators, Accept-Ranges).
+  // Writes a file reply's representation fields (Content-Type, Content-Encoding, validators,
+  // Accept-Ranges, Vary).
   static void append_file_fields(HeadBuffer& h, const Reply& reply);
   // Sends the body of a multipart 206: each part's head, then its bytes; then the end.
   bool send_parts(const Reply& reply, uint64_t* sent);

@@ -5,9 +5,11 @@
 #include <ctime>
 #include <iterator>
 #include <optional>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
+#include "server/accept_encoding.hpp"
 #include "server/conditional.hpp"
 #include "server/listing.hpp"
 #include "server/log_throttle.hpp"
@@ -68,6 +70,77 @@ Reply directory_reply(ServerContext& ctx, const Request& req, ConnectionWork& wo
   return page_reply("text/html");
 }
 
+// What a found file is answered with: the file itself, or a precompressed variant of it.
+struct Representation {
+  FileRef file;                   // the file whose bytes are sent
+  std::string_view etag;          // the entity-tag preconditions compare with
+  std::string_view content_type;  // a variant: the original's; else empty (the file's own)
+  std::string_view encoding;      // a variant: its coding; else empty
+  bool vary = false;              // variants were looked for
+};
+
+// A coding weft sends precompressed: its name, its file's suffix, and the suffix its
+// entity-tag gets (not hex: no identity tag can equal it).
+struct Coding {
+  std::string_view name;
+  std::string_view file_suffix;
+  std::string_view tag_suffix;
+};
+constexpr Coding kBrotli{"br", ".br", "-br"};
+constexpr Coding kGzip{"gzip", ".gz", "-gz"};
+
+// Returns the variant of `file` for `c` when it is a regular file next to it, else nothing:
+// an absent, unreadable or odd variant means the file itself is sent, never an error.
+FileRef find_variant(ServerContext& ctx, ConnectionWork& work, const FileEntry& file,
+                     const Coding& c) {
+  work.scratch.assign(file.path).append(c.file_suffix);
+  FileRef v = ctx.files->lookup(work.scratch, ServerContext::shard());
+  if (v->error || v->directory) return {};
+  return v;
+}
+
+// Writes the validator fields of `variant` into work.fields with its entity-tag given the
+// suffix of `c`; returns that tag (a view into work.fields).
+std::string_view variant_validators(ConnectionWork& work, const FileEntry& variant,
+                                    const Coding& c) {
+  const std::string_view fields = variant.validator_fields();  // [Last-Modified] ETag
+  const std::string_view tag = variant.etag.view();
+  work.fields.assign(fields.substr(0, fields.rfind("ETag: "))).append("ETag: ");
+  const std::size_t at = work.fields.size();
+  work.fields.append(tag.substr(0, tag.size() - 1)).append(c.tag_suffix).append("\"\r\n");
+  return std::string_view(work.fields).substr(at, tag.size() + c.tag_suffix.size());
+}
+
+// Chooses between `file` and its precompressed variants (server.precompressed; see the
+// header): the accepted coding of higher weight first, br on a tie.
+Representation choose_representation(ServerContext& ctx, const Request& req, ConnectionWork& work,
+                                     FileRef file) {
+  Representation rep;
+  if (ctx.config.precompressed != Precompressed::off) {
+    rep.vary = true;
+    CodingWeights w = parse_accept_encoding(req.accept_encoding());
+    // "always": gzip for every client, below any weight one can give (so after its br).
+    if (ctx.config.precompressed == Precompressed::always && w.gzip == 0) w.gzip = 1;
+    const bool gzip_first = w.gzip > w.br;
+    const std::pair<const Coding*, std::uint16_t> order[] = {
+        {gzip_first ? &kGzip : &kBrotli, gzip_first ? w.gzip : w.br},
+        {gzip_first ? &kBrotli : &kGzip, gzip_first ? w.br : w.gzip}};
+    for (const auto& [coding, weight] : order) {
+      if (weight == 0) continue;
+      if (FileRef v = find_variant(ctx, work, *file, *coding)) {
+        rep.content_type = file->content_type;
+        rep.encoding = coding->name;
+        rep.etag = variant_validators(work, *v, *coding);
+        rep.file = std::move(v);
+        return rep;
+      }
+    }
+  }
+  rep.etag = file->etag.view();
+  rep.file = std::move(file);
+  return rep;
+}
+
 // Turns `r` (200, the whole file) into the answer to its Range: 206 for one range or for a
 // multipart body of several, 416 (returned) for none that is satisfiable; returns nothing
 // when `r` stands.
@@ -82,7 +155,8 @@ std::optional<Reply> apply_range(const ServerContext& ctx, std::string_view rang
       ContentRangeBuffer cr;
       work.scratch.assign("Content-Range: ")
           .append(format_content_range(r.range, cr))
-          .append("\r\n");
+          .append("\r\n")
+          .append(r.vary ? kVaryLine : "");
       return Reply::error_page(416, work.scratch);
     }
     case RangeResult::Kind::single:
@@ -91,9 +165,11 @@ std::optional<Reply> apply_range(const ServerContext& ctx, std::string_view rang
       r.length = r.range.length;
       break;
     case RangeResult::Kind::multi: {
+      // A variant's parts could not say they are encoded: the whole variant. A type too
+      // long for a part's head: the whole file. (A server may ignore any Range.)
       const std::string_view boundary = make_boundary(work.boundary);
       auto length = multipart_length(boundary, file.content_type, r.range.parts, file.size);
-      if (!length) {  // a type too long for a part's head: the whole file (Range is optional)
+      if (!r.encoding.empty() || !length) {
         r.range = {};
         break;
       }
@@ -106,27 +182,34 @@ std::optional<Reply> apply_range(const ServerContext& ctx, std::string_view rang
   return std::nullopt;
 }
 
-// A found file: preconditions, then ranges.
-Reply file_reply(const ServerContext& ctx, const Request& req, ConnectionWork& work, FileRef file) {
+// A found file (or its variant): preconditions, then ranges.
+Reply file_reply(const ServerContext& ctx, const Request& req, ConnectionWork& work,
+                 Representation rep) {
   int64_t now_s = static_cast<int64_t>(std::time(nullptr));
-  Validators v{file->etag.view(), file->mtime, file->mtime_strong};
+  Validators v{rep.etag, rep.file->mtime, rep.file->mtime_strong};
   Reply r;
   r.kind = Reply::Kind::file;
   r.status = 200;
-  r.length = file->size;
+  r.length = rep.file->size;
+  r.vary = rep.vary;
+  if (!rep.encoding.empty()) {
+    r.content_type = rep.content_type;
+    r.encoding = rep.encoding;
+    r.validators = work.fields;
+  }
   switch (evaluate_preconditions(Preconditions::of(req), v, req.method(), now_s)) {
     case Precondition::not_modified:
       r.kind = Reply::Kind::not_modified;
       r.status = 304;
       r.length = 0;
-      r.file = std::move(file);
+      r.file = std::move(rep.file);
       return r;
     case Precondition::failed:
-      return Reply::error_page(412);
+      return Reply::error_page(412, r.vary ? kVaryLine : "");
     case Precondition::proceed:
       break;
   }
-  r.file = std::move(file);
+  r.file = std::move(rep.file);
   if (auto range = req.range(); range && if_range_allows(req.if_range(), v, now_s)) {
     if (auto answer = apply_range(ctx, *range, work, r)) return *answer;
   }
@@ -184,7 +267,7 @@ Reply handle_static(ServerContext& ctx, const Request& req, ConnectionWork& work
     log_lookup_error(es, peer, req, work.path, file->error);
     return Reply::error_page(es.status);
   }
-  return file_reply(ctx, req, work, std::move(file));
+  return file_reply(ctx, req, work, choose_representation(ctx, req, work, std::move(file)));
 }
 
 }  // namespace weft::http

@@ -2,9 +2,23 @@
 //
 // handle_static() turns a parsed request into a Reply (what to send, not how): the method
 // check, path normalization, the fd cache lookup, the trailing-slash rule, the directory
-// redirect, index files, the listing decision, preconditions and ranges. It sends nothing;
-// the ResponseWriter turns the Reply into a head and a body. The only I/O it does is the fd
-// cache's lookups and, for a listing, reading the directory.
+// redirect, index files, the listing decision, precompressed variants, preconditions and
+// ranges. It sends nothing; the ResponseWriter turns the Reply into a head and a body. The
+// only I/O it does is the fd cache's lookups and, for a listing, reading the directory.
+//
+// Precompressed variants (server.precompressed, like NGINX's gzip_static): for a regular
+// file f (an index file too), "on" looks up f.br and f.gz through the same fd cache (same
+// symlink rules, misses cached) for the codings the client's Accept-Encoding takes, the
+// higher weight first and br on a tie, and serves the first that is a regular file, with
+// Content-Encoding, f's Content-Type and the variant's own validators; "always" also serves
+// f.gz to a client that does not ask for gzip (after an accepted br). f itself must exist,
+// as H2O requires: a lone f.gz never appears under a name that is not there. A variant's
+// ETag is its file's with "-br" or "-gz" inside the quotes, so it can never equal an
+// identity tag (those are hex) even when both files share an mtime and a size; preconditions
+// and a single Range apply to the variant's bytes. Several ranges of a variant get the whole
+// variant (200): a multipart body cannot carry a Content-Encoding for its parts. Every
+// answer for a file then says "Vary: Accept-Encoding" (304, 412 and 416 too), identity or
+// not, so that caches key on it. "off" looks for nothing: f.gz is only ever a file.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +33,9 @@ namespace weft::http {
 
 /// The methods a static server answers, as its Allow field lists them.
 inline constexpr std::string_view kAllowedMethods = "GET, HEAD, OPTIONS";
+
+/// The field every answer for a file carries when precompressed variants are looked for.
+inline constexpr std::string_view kVaryLine = "Vary: Accept-Encoding\r\n";
 
 /// What to answer one request with.
 struct Reply {
@@ -37,8 +54,11 @@ struct Reply {
   uint64_t length = 0;
   RangeResult range;              // the Content-Range of a 206 (and of a 416, in `extra`)
   std::string_view extra;         // "Name: value\r\n" lines for an error page, or empty
-  std::string_view content_type;  // of a page
+  std::string_view content_type;  // of a page; of a precompressed variant, the original's
   std::string_view boundary;      // of a multipart 206: a view of ConnectionWork::boundary
+  std::string_view encoding;      // of a precompressed variant: its Content-Encoding
+  std::string_view validators;    // of a variant: its fields with its own ETag (work.fields)
+  bool vary = false;              // "Vary: Accept-Encoding" (server.precompressed is on)
 
   /// Returns an error reply for `status`, with `extra` header lines.
   static Reply error_page(int status, std::string_view extra = {}) {

@@ -23,6 +23,8 @@ TEST(Request, ClassifiesFieldsWithoutCase) {
       {"If-Unmodified-Since", Field::if_unmodified_since},
       {"Range", Field::range},
       {"If-Range", Field::if_range},
+      {"accept-ENCODING", Field::accept_encoding},
+      {"Accept-Encodinf", Field::other},
       {"Hosts", Field::other},
       {"Ranges", Field::other},
       {"If-Rangf", Field::other},

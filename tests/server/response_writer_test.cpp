@@ -226,6 +226,30 @@ TEST_F(ResponseWriterTest, AMultipartBodySentFromTheDescriptor) {
   check_multipart(false);
 }
 
+TEST_F(ResponseWriterTest, AVariantsHeadHasTheOriginalsTypeItsCodingItsTagAndVary) {
+  Reply r = file_reply(file_of("GZ", true));
+  r.content_type = "text/plain";
+  r.encoding = "gzip";
+  r.validators = "ETag: \"1-2-gz\"\r\n";
+  r.vary = true;
+  Reply not_modified = r;
+  not_modified.kind = Reply::Kind::not_modified;
+  not_modified.status = 304;
+  HeadBuffer h, h304;
+  run([&](ResponseWriter& w, ConnectionWork&) {
+    w.build_head(h, r, nullptr, false);
+    w.build_head(h304, not_modified, nullptr, false);
+  });
+  EXPECT_NE(h.view().find("\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\n"
+                          "ETag: \"1-2-gz\"\r\nAccept-Ranges: bytes\r\n"
+                          "Vary: Accept-Encoding\r\nContent-Length: 2\r\n\r\n"),
+            std::string_view::npos)
+      << h.view();
+  EXPECT_EQ(count(std::string(h.view()), "ETag:"), 1u);
+  EXPECT_TRUE(h304.view().ends_with("\r\nETag: \"1-2-gz\"\r\nVary: Accept-Encoding\r\n\r\n"))
+      << h304.view();
+}
+
 TEST_F(ResponseWriterTest, APeerThatIsGoneGetsNothingAndBreaksTheWriter) {
   ::close(std::exchange(fds_[1], -1));
   FileRef f = file_of("hello world\n", true);

@@ -1,7 +1,8 @@
 // Tests server/static_handler: the Reply each request gets, without a socket: methods,
 // target errors, files, the trailing-slash rule, directory redirects (with the query kept
 // and the path encoded), index files, listings on and off, preconditions and ranges (one,
-// several as multipart, limits.max_ranges). Runs the handler on a fiber (the fd cache's
+// several as multipart, limits.max_ranges) and precompressed variants (Accept-Encoding
+// weights, tags, Vary, "always", "off"). Runs the handler on a fiber (the fd cache's
 // lookups need one) over a real document root.
 #include "server/static_handler.hpp"
 
@@ -192,6 +193,133 @@ TEST_F(StaticHandlerTest, MaxRangesLimitsTheRanges) {
            EXPECT_EQ(r.status, 200);
            EXPECT_NE(r.file->headers.find("Accept-Ranges: none\r\n"), std::string::npos);
          });
+}
+
+class PrecompressedTest : public StaticHandlerTest {
+ protected:
+  void SetUp() override {
+    StaticHandlerTest::SetUp();
+    std::ofstream(root_ / "hello.txt.gz") << "GZIP-BYTES";
+    std::ofstream(root_ / "hello.txt.br") << "BROTLI-BYTE!";  // 12 bytes, as hello.txt
+    std::ofstream(root_ / "dir" / "index.html.gz") << "GZ-INDEX";
+    std::ofstream(root_ / "lone.txt.gz") << "NO ORIGINAL";
+    fs::create_directories(root_ / "dirvariant.txt.gz");
+    std::ofstream(root_ / "dirvariant.txt") << "plain";
+    // The br variant and the file share size and mtime: only the suffix tells their tags apart.
+    const auto t = fs::last_write_time(root_ / "hello.txt");
+    fs::last_write_time(root_ / "hello.txt.br", t);
+    config_.precompressed = Precompressed::on;
+  }
+
+  // The reply to GET `target` with `fields` ("Name: value\r\n" lines).
+  void get(std::string_view target, std::string_view fields,
+           const std::function<void(const Reply&, ConnectionWork&)>& check) {
+    answer("GET " + std::string(target) + " HTTP/1.1\r\nHost: x\r\n" + std::string(fields) + "\r\n",
+           check);
+  }
+
+  // The path of the file GET `target` with Accept-Encoding `ae` (none when null) serves.
+  std::string served(std::string_view target, const char* ae) {
+    std::string path;
+    get(target, ae ? "Accept-Encoding: " + std::string(ae) + "\r\n" : "",
+        [&](const Reply& r, ConnectionWork&) {
+          EXPECT_TRUE(r.vary);
+          if (r.file) path = r.file->path;
+        });
+    return path;
+  }
+};
+
+TEST_F(PrecompressedTest, TheAcceptedVariantOfHigherWeightIsServed) {
+  EXPECT_EQ(served("/hello.txt", "gzip"), "/hello.txt.gz");
+  EXPECT_EQ(served("/hello.txt", "gzip, br"), "/hello.txt.br");  // a tie: br
+  EXPECT_EQ(served("/hello.txt", "br;q=0.5, gzip"), "/hello.txt.gz");
+  EXPECT_EQ(served("/hello.txt", "br, gzip;q=0"), "/hello.txt.br");
+  EXPECT_EQ(served("/hello.txt", "*"), "/hello.txt.br");
+  EXPECT_EQ(served("/hello.txt", nullptr), "/hello.txt");  // identity, still with Vary
+  EXPECT_EQ(served("/hello.txt", "identity"), "/hello.txt");
+  EXPECT_EQ(served("/hello.txt", "gzip;q=0"), "/hello.txt");
+  EXPECT_EQ(served("/dir/", "br, gzip;q=0.5"), "/dir/index.html.gz");  // no .br: the next
+  EXPECT_EQ(served("/dirvariant.txt", "gzip"), "/dirvariant.txt");     // a directory is no variant
+  EXPECT_EQ(served("/hello.txt.gz", "gzip"), "/hello.txt.gz");         // the variant as a file
+  EXPECT_EQ(status_of("GET /lone.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n"),
+            404);  // no variant without its original
+}
+
+TEST_F(PrecompressedTest, AVariantHasTheOriginalsTypeItsCodingAndItsOwnTag) {
+  std::string identity_tag;
+  get("/hello.txt", "", [&](const Reply& r, ConnectionWork&) {
+    EXPECT_TRUE(r.encoding.empty());
+    EXPECT_TRUE(r.validators.empty());
+    identity_tag = std::string(r.file->etag.view());
+  });
+  get("/hello.txt", "Accept-Encoding: br\r\n", [&](const Reply& r, ConnectionWork&) {
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.encoding, "br");
+    EXPECT_EQ(r.content_type, "text/plain");
+    EXPECT_EQ(r.length, 12u);
+    EXPECT_EQ(r.file->etag.view(), identity_tag);  // same size and mtime: the same file tag
+    const std::string want = "ETag: " + identity_tag.substr(0, identity_tag.size() - 1) + "-br\"";
+    EXPECT_NE(r.validators.find(want + "\r\n"), std::string_view::npos) << r.validators;
+  });
+}
+
+TEST_F(PrecompressedTest, PreconditionsAndRangesApplyToTheVariant) {
+  std::string gz_tag;
+  get("/hello.txt", "Accept-Encoding: gzip\r\n", [&](const Reply& r, ConnectionWork&) {
+    const std::string_view v = r.validators;  // [Last-Modified line] "ETag: " tag CRLF
+    gz_tag = std::string(v.substr(v.find("ETag: ") + 6, v.size() - v.find("ETag: ") - 8));
+  });
+  ASSERT_TRUE(gz_tag.ends_with("-gz\"")) << gz_tag;
+  get("/hello.txt", "Accept-Encoding: gzip\r\nIf-None-Match: " + gz_tag + "\r\n",
+      [&](const Reply& r, ConnectionWork&) {
+        EXPECT_EQ(r.status, 304);
+        EXPECT_TRUE(r.vary);
+        EXPECT_NE(r.validators.find(gz_tag), std::string_view::npos);
+      });
+  // The variant's tag does not match the identity file: 200 with it.
+  get("/hello.txt", "If-None-Match: " + gz_tag + "\r\n",
+      [&](const Reply& r, ConnectionWork&) { EXPECT_EQ(r.status, 200); });
+  get("/hello.txt", "Accept-Encoding: gzip\r\nIf-Match: \"other\"\r\n",
+      [&](const Reply& r, ConnectionWork&) {
+        EXPECT_EQ(r.status, 412);
+        EXPECT_EQ(r.extra, kVaryLine);
+      });
+  get("/hello.txt", "Accept-Encoding: gzip\r\nRange: bytes=2-5\r\nIf-Range: " + gz_tag + "\r\n",
+      [&](const Reply& r, ConnectionWork&) {
+        EXPECT_EQ(r.status, 206);
+        EXPECT_EQ(r.offset, 2u);
+        EXPECT_EQ(r.length, 4u);
+        EXPECT_EQ(r.file->path, "/hello.txt.gz");
+      });
+  get("/hello.txt", "Accept-Encoding: gzip\r\nRange: bytes=10-\r\n",
+      [&](const Reply& r, ConnectionWork&) {
+        EXPECT_EQ(r.status, 416);
+        EXPECT_EQ(r.extra, "Content-Range: bytes */10\r\nVary: Accept-Encoding\r\n");
+      });
+  get("/hello.txt", "Accept-Encoding: gzip\r\nRange: bytes=0-0,5-5\r\n",
+      [&](const Reply& r, ConnectionWork&) {
+        EXPECT_EQ(r.status, 200);  // no multipart of an encoded variant
+        EXPECT_EQ(r.length, 10u);
+        EXPECT_EQ(r.encoding, "gzip");
+      });
+}
+
+TEST_F(PrecompressedTest, AlwaysServesGzipUnasked) {
+  config_.precompressed = Precompressed::always;
+  EXPECT_EQ(served("/hello.txt", nullptr), "/hello.txt.gz");
+  EXPECT_EQ(served("/hello.txt", "gzip;q=0"), "/hello.txt.gz");
+  EXPECT_EQ(served("/hello.txt", "br;q=0.1"), "/hello.txt.br");
+  EXPECT_EQ(served("/dirvariant.txt", nullptr), "/dirvariant.txt");
+}
+
+TEST_F(PrecompressedTest, OffLooksForNothing) {
+  config_.precompressed = Precompressed::off;
+  get("/hello.txt", "Accept-Encoding: gzip, br\r\n", [](const Reply& r, ConnectionWork&) {
+    EXPECT_EQ(r.file->path, "/hello.txt");
+    EXPECT_FALSE(r.vary);
+    EXPECT_TRUE(r.encoding.empty());
+  });
 }
 
 }  // namespace
