@@ -410,6 +410,11 @@ std::vector<Case> table() {
       {"space before colon", "GET / HTTP/1.1\r\nHost : a\r\n\r\n", {err(400)}},
       {"tab before colon", "GET / HTTP/1.1\r\nHost\t: a\r\n\r\n", {err(400)}},
       {"empty field name", get("/", ": a\r\n"), {err(400)}},
+      // Found by fuzz_request: an empty name when the field table is already full.
+      {"empty field name after max_headers fields",
+       "GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 2\r\n: x\r\n\r\n",
+       {err(400)},
+       {.max_headers = 3}},
       {"field without colon", get("/", "NoColon\r\n"), {err(400)}},
       {"non-token field name", get("/", "X\xe9: a\r\n"), {err(400)}},
       {"NUL in header value", get("/", "X: a\0b\r\n"s), {err(400)}},
