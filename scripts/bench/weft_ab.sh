@@ -5,7 +5,8 @@
 # Usage: scripts/bench/weft_ab.sh SECONDS ROUNDS "A_LABEL" "A_TOML" "B_LABEL" "B_TOML" [FILES...]
 #   A_TOML/B_TOML are extra TOML text (whole sections) appended to each configuration; the
 #   [server] section is generated, so use WEFT_REUSEPORT_A/B=true|false for server.reuseport,
-#   WEFT_PROCESSORS for runtime.processors (default 1), WEFT_MAX_CONNECTIONS for
+#   WEFT_PROCESSORS for runtime.processors (default 1), WEFT_RUNTIME_A/B for more lines of
+#   each side's [runtime] section (e.g. 'pool_idle = "0s"'), WEFT_MAX_CONNECTIONS for
 #   limits.max_connections (default 1000: with the default 10000 the descriptor budget
 #   shrinks the fd cache, to 16 entries with splice, which reserves a pipe per connection),
 #   and WEFT_A/WEFT_B for the binary of each side (default build/release's: an A/B of two
@@ -24,7 +25,7 @@ mkdir -p "$root"
 head -c 100 /dev/urandom | base64 -w0 | head -c 100 > "$root/100.txt"
 head -c 65536 /dev/urandom > "$root/64k.bin"
 head -c 1048576 /dev/urandom > "$root/1m.bin"
-mk() {  # label port reuseport extra binary
+mk() {  # label port reuseport extra binary runtime-lines
   cat > "$work/$1.toml" <<CONF
 [server]
 listen = ["127.0.0.1:$2"]
@@ -32,6 +33,7 @@ root = "$root"
 reuseport = $3
 [runtime]
 processors = ${WEFT_PROCESSORS:-1}
+$6
 [limits]
 max_requests_per_connection = 1000000
 max_connections = ${WEFT_MAX_CONNECTIONS:-1000}
@@ -41,8 +43,8 @@ $4
 CONF
   taskset -c 0 "$5" -c "$work/$1.toml" &
 }
-mk a 18291 "${WEFT_REUSEPORT_A:-true}" "$ta" "${WEFT_A:-$weft}"
-mk b 18292 "${WEFT_REUSEPORT_B:-true}" "$tb" "${WEFT_B:-$weft}"
+mk a 18291 "${WEFT_REUSEPORT_A:-true}" "$ta" "${WEFT_A:-$weft}" "${WEFT_RUNTIME_A:-}"
+mk b 18292 "${WEFT_REUSEPORT_B:-true}" "$tb" "${WEFT_B:-$weft}" "${WEFT_RUNTIME_B:-}"
 sleep 1
 pid_of() { ss -ltnp "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
 res=$work/res
