@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 secs="${1:-5}"
 rounds="${2:-3}"
 shift 2 || true
-weft=$PWD/build/release/server/weft
+weft=${WEFT:-$PWD/build/release/server/weft}  # WEFT=path: another build
 [[ -x $weft ]] || scripts/build.sh release
 work=$(mktemp -d /tmp/weft-srvbench-XXXXXX)
 chmod 1777 "$work"  # peers that drop privileges write their logs here
