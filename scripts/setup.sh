@@ -27,6 +27,7 @@ TEST_BUILD_PKGS=(
 # sanitizers need to name the functions in a crash report.
 TEST_PKGS=(
   curl python3 python3-yaml clang libclang-rt-14-dev llvm-14 procps iproute2
+  debootstrap           # the package test installs the .deb into a fresh Debian root
 )
 # Benchmarks and comparisons: the peers and the clients that measure them.
 BENCH_PKGS=(

@@ -19,12 +19,28 @@ namespace fs = std::filesystem;
 
 // Applies one TOML value to the config; returns an error message, or empty on success.
 using Apply = std::function<std::string(const toml::node&, Config&, const fs::path& base)>;
+// Writes the config's value of one key as TOML text (for weft -T).
+using Show = std::function<std::string(const Config&)>;
+
+// How one key is read and written: both directions come from the same builder, so the
+// dump can never name a value the parser would not take.
+struct Rule {
+  Apply apply;
+  Show show;
+};
 
 struct Field {
   std::string_view section;
   std::string_view key;
-  Apply apply;
+  Rule rule;
 };
+
+// A TOML basic string with its escapes (toml++ writes it).
+std::string toml_quoted(std::string_view text) {
+  std::ostringstream out;
+  out << toml::value<std::string>(std::string{text});
+  return out.str();
+}
 
 template <typename T>
 std::string range_error(T lo, T hi, T got) {
@@ -32,66 +48,78 @@ std::string range_error(T lo, T hi, T got) {
 }
 
 template <typename T>
-Apply integer(T Config::*member, int64_t lo, int64_t hi) {
-  return [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
-    auto v = n.value_exact<int64_t>();
-    if (!v) return "must be an integer";
-    if (*v < lo || *v > hi) return range_error(lo, hi, *v);
-    c.*member = static_cast<T>(*v);
-    return {};
-  };
+Rule integer(T Config::*member, int64_t lo, int64_t hi) {
+  return {[=](const toml::node& n, Config& c, const fs::path&) -> std::string {
+            auto v = n.value_exact<int64_t>();
+            if (!v) return "must be an integer";
+            if (*v < lo || *v > hi) return range_error(lo, hi, *v);
+            c.*member = static_cast<T>(*v);
+            return {};
+          },
+          [=](const Config& c) { return fmt::format("{}", c.*member); }};
 }
 
-Apply boolean(bool Config::*member) {
-  return [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
-    auto v = n.value_exact<bool>();
-    if (!v) return "must be true or false";
-    c.*member = *v;
-    return {};
-  };
+Rule boolean(bool Config::*member) {
+  return {[=](const toml::node& n, Config& c, const fs::path&) -> std::string {
+            auto v = n.value_exact<bool>();
+            if (!v) return "must be true or false";
+            c.*member = *v;
+            return {};
+          },
+          [=](const Config& c) { return std::string{c.*member ? "true" : "false"}; }};
 }
 
-Apply string(std::string Config::*member, bool allow_empty = false) {
-  return [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
-    auto v = n.value_exact<std::string>();
-    if (!v) return "must be a string";
-    if (v->empty() && !allow_empty) return "must not be empty";
-    c.*member = *v;
-    return {};
-  };
+Rule string(std::string Config::*member, bool allow_empty = false) {
+  return {[=](const toml::node& n, Config& c, const fs::path&) -> std::string {
+            auto v = n.value_exact<std::string>();
+            if (!v) return "must be a string";
+            if (v->empty() && !allow_empty) return "must not be empty";
+            c.*member = *v;
+            return {};
+          },
+          [=](const Config& c) { return toml_quoted(c.*member); }};
 }
 
 // A relative path is taken relative to the config file's folder, so the file means the same
 // whatever the working directory.
-Apply path(fs::path Config::*member) {
-  return [=](const toml::node& n, Config& c, const fs::path& base) -> std::string {
-    auto v = n.value_exact<std::string>();
-    if (!v) return "must be a string (a path)";
-    if (v->empty()) {
-      c.*member = fs::path{};
-      return {};
-    }
-    fs::path p{*v};
-    c.*member = p.is_absolute() ? p : (base / p).lexically_normal();
-    return {};
-  };
+Rule path(fs::path Config::*member) {
+  return {[=](const toml::node& n, Config& c, const fs::path& base) -> std::string {
+            auto v = n.value_exact<std::string>();
+            if (!v) return "must be a string (a path)";
+            if (v->empty()) {
+              c.*member = fs::path{};
+              return {};
+            }
+            fs::path p{*v};
+            c.*member = p.is_absolute() ? p : (base / p).lexically_normal();
+            return {};
+          },
+          [=](const Config& c) { return toml_quoted((c.*member).string()); }};
 }
 
 template <typename E>
-Apply choice(E Config::*member, std::vector<std::pair<std::string_view, E>> names) {
-  return [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
-    auto v = n.value_exact<std::string>();
-    std::string all;
-    for (auto& [name, value] : names) all += fmt::format("{}\"{}\"", all.empty() ? "" : ", ", name);
-    if (!v) return "must be one of " + all;
-    for (auto& [name, value] : names) {
-      if (*v == name) {
-        c.*member = value;
-        return {};
-      }
-    }
-    return fmt::format("must be one of {} (got \"{}\")", all, *v);
-  };
+Rule choice(E Config::*member, std::vector<std::pair<std::string_view, E>> names) {
+  return {[=](const toml::node& n, Config& c, const fs::path&) -> std::string {
+            auto v = n.value_exact<std::string>();
+            std::string all;
+            for (auto& [name, value] : names) {
+              all += fmt::format("{}\"{}\"", all.empty() ? "" : ", ", name);
+            }
+            if (!v) return "must be one of " + all;
+            for (auto& [name, value] : names) {
+              if (*v == name) {
+                c.*member = value;
+                return {};
+              }
+            }
+            return fmt::format("must be one of {} (got \"{}\")", all, *v);
+          },
+          [=](const Config& c) {
+            for (auto& [name, value] : names) {
+              if (c.*member == value) return toml_quoted(name);
+            }
+            return std::string{"\"?\""};
+          }};
 }
 
 template <typename D>
@@ -100,8 +128,8 @@ const char* unit_name() {
 }
 
 template <typename D>
-Apply duration(D Config::*member, D lo, D hi) {
-  return [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
+Rule duration(D Config::*member, D lo, D hi) {
+  Apply apply = [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
     std::optional<Micros> us;
     if (auto i = n.value_exact<int64_t>()) {
       if (*i >= 0 && *i < int64_t{1} << 40) us = Micros{*i * 1'000'000};
@@ -120,10 +148,13 @@ Apply duration(D Config::*member, D lo, D hi) {
     c.*member = d;
     return {};
   };
+  return {apply, [=](const Config& c) {
+            return toml_quoted(fmt::format("{}{}", (c.*member).count(), unit_name<D>()));
+          }};
 }
 
-Apply size(std::size_t Config::*member, std::size_t lo, std::size_t hi) {
-  return [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
+Rule size(std::size_t Config::*member, std::size_t lo, std::size_t hi) {
+  Apply apply = [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
     std::optional<std::size_t> s;
     if (auto i = n.value_exact<int64_t>()) {
       if (*i >= 0) s = static_cast<std::size_t>(*i);
@@ -137,10 +168,18 @@ Apply size(std::size_t Config::*member, std::size_t lo, std::size_t hi) {
     c.*member = *s;
     return {};
   };
+  return {apply, [=](const Config& c) { return fmt::format("{}", c.*member); }};
 }
 
-Apply string_list(std::vector<std::string> Config::*member) {
-  return [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
+// A TOML array of the given texts, each quoted.
+std::string toml_list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (const auto& i : items) out += (out.size() > 1 ? ", " : "") + toml_quoted(i);
+  return out + "]";
+}
+
+Rule string_list(std::vector<std::string> Config::*member) {
+  Apply apply = [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
     const auto* arr = n.as_array();
     if (!arr) return "must be an array of strings";
     std::vector<std::string> out;
@@ -153,10 +192,11 @@ Apply string_list(std::vector<std::string> Config::*member) {
     c.*member = std::move(out);
     return {};
   };
+  return {apply, [=](const Config& c) { return toml_list(c.*member); }};
 }
 
-Apply listen_list() {
-  return [](const toml::node& n, Config& c, const fs::path&) -> std::string {
+Rule listen_list() {
+  Apply apply = [](const toml::node& n, Config& c, const fs::path&) -> std::string {
     const auto* arr = n.as_array();
     if (!arr || arr->empty()) return "must be a non-empty array of \"HOST:PORT\" strings";
     std::vector<ListenAddress> out;
@@ -170,21 +210,29 @@ Apply listen_list() {
     c.listen = std::move(out);
     return {};
   };
+  return {apply, [](const Config& c) {
+            std::vector<std::string> texts;
+            for (const auto& a : c.listen) texts.push_back(a.to_string());
+            return toml_list(texts);
+          }};
 }
 
-Apply single_listen(ListenAddress Config::*member) {
-  return [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
-    auto v = n.value_exact<std::string>();
-    if (!v) return "must be a \"HOST:PORT\" string";
-    auto a = parse_listen_address(*v);
-    if (!a) return fmt::format("\"{}\" is not HOST:PORT, [IPV6]:PORT, *:PORT or PORT", *v);
-    c.*member = *a;
-    return {};
-  };
+Rule single_listen(ListenAddress Config::*member) {
+  return {[=](const toml::node& n, Config& c, const fs::path&) -> std::string {
+            auto v = n.value_exact<std::string>();
+            if (!v) return "must be a \"HOST:PORT\" string";
+            auto a = parse_listen_address(*v);
+            if (!a) {
+              return fmt::format("\"{}\" is not HOST:PORT, [IPV6]:PORT, *:PORT or PORT", *v);
+            }
+            c.*member = *a;
+            return {};
+          },
+          [=](const Config& c) { return toml_quoted((c.*member).to_string()); }};
 }
 
-Apply log_level() {
-  return [](const toml::node& n, Config& c, const fs::path&) -> std::string {
+Rule log_level() {
+  Apply apply = [](const toml::node& n, Config& c, const fs::path&) -> std::string {
     static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
                                                    "error", "critical", "off"};
     auto v = n.value_exact<std::string>();
@@ -199,6 +247,7 @@ Apply log_level() {
     return "must be one of \"trace\", \"debug\", \"info\", \"warn\", \"error\", \"critical\", "
            "\"off\"";
   };
+  return {apply, [](const Config& c) { return toml_quoted(c.log_level); }};
 }
 
 // The schema: every key weft knows. Keep in step with conf/weft.toml, which documents each.
@@ -219,6 +268,7 @@ const std::vector<Field>& schema() {
       {"server", "backlog", integer(&Config::backlog, 1, 65535)},
       {"server", "reuseport", boolean(&Config::reuseport)},
       {"server", "accept_bare_lf", boolean(&Config::accept_bare_lf)},
+      {"server", "pid_file", path(&Config::pid_file)},
       {"server", "precompressed",
        choice(&Config::precompressed, {{"off", Precompressed::off},
                                        {"on", Precompressed::on},
@@ -432,15 +482,63 @@ Config parse_config(std::string_view text, const fs::path& source) {
         throw ConfigError(fmt::format("{}: unknown key '{}.{}'", where(source, key.source()),
                                       section, key.str()));
       }
-      if (auto err = field->apply(node, c, base); !err.empty()) {
+      if (auto err = field->rule.apply(node, c, base); !err.empty()) {
         throw ConfigError(fmt::format("{}: key '{}.{}' {}", where(source, node.source()), section,
                                       key.str(), err));
       }
+      c.origins[fmt::format("{}.{}", section, key.str())] = where(source, node.source());
     }
   }
   resolve_log_path(c.error_log, base);
   resolve_log_path(c.access_log, base);
+  c.max_connections_auto = !c.origins.contains("limits.max_connections");
+  c.fd_cache_max_entries_auto = !c.origins.contains("fd_cache.max_entries");
   return c;
+}
+
+Config builtin_config() {
+  Config c;
+  const fs::path data{WEFT_DATADIR};
+  std::error_code ec;
+  c.root = data / "www";
+  if (fs::is_regular_file(data / "mime.types", ec)) c.mime_types = data / "mime.types";
+  c.max_connections_auto = true;
+  c.fd_cache_max_entries_auto = true;
+  return c;
+}
+
+fs::path default_config_path() {
+  return fs::path{WEFT_SYSCONFDIR} / "weft.toml";
+}
+
+std::vector<std::string> changed_keys(const Config& a, const Config& b) {
+  std::vector<std::string> out;
+  for (const auto& f : schema()) {
+    if (f.rule.show(a) != f.rule.show(b)) out.push_back(fmt::format("{}.{}", f.section, f.key));
+  }
+  return out;
+}
+
+std::string dump_config(const Config& c) {
+  std::string out = c.source.empty() ? std::string{"# built-in defaults (no configuration file)\n"}
+                                     : fmt::format("# configuration file {}\n", c.source.string());
+  std::string_view section;
+  for (const auto& f : schema()) {
+    if (f.section != section) {
+      section = f.section;
+      out += fmt::format("\n[{}]\n", section);
+    }
+    const std::string name = fmt::format("{}.{}", f.section, f.key);
+    std::string origin = "default";
+    if (auto it = c.origins.find(name); it != c.origins.end()) {
+      origin = it->second;
+    } else if ((name == "limits.max_connections" && c.max_connections_auto) ||
+               (name == "fd_cache.max_entries" && c.fd_cache_max_entries_auto)) {
+      origin = "default, sized from RLIMIT_NOFILE at start";
+    }
+    out += fmt::format("{} = {}  # {}\n", f.key, f.rule.show(c), origin);
+  }
+  return out;
 }
 
 Config load_config(const fs::path& file) {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,14 @@ using Micros = std::chrono::microseconds;
 
 struct Config {
   std::filesystem::path source;  // the file this came from; empty for built-in defaults
+  // Where each key set explicitly came from ("section.key" -> "FILE:LINE:COL" or "--root"),
+  // for weft -T; a key absent here has its built-in default (or is sized, below).
+  std::map<std::string, std::string, std::less<>> origins;
+  // Set by parse_config and builtin_config when the key was not given: the server sizes
+  // these two from RLIMIT_NOFILE (size_from_fd_limit in fd_budget.hpp) instead of warning
+  // that the defaults do not fit. A Config built in code keeps its values as they are.
+  bool max_connections_auto = false;
+  bool fd_cache_max_entries_auto = false;
 
   // [server]
   std::vector<ListenAddress> listen{{"127.0.0.1", 8080, false}};
@@ -58,6 +67,7 @@ struct Config {
   bool reuseport = true;       // one SO_REUSEPORT socket per processor and address, else one shared
   bool accept_bare_lf = true;  // a lone LF ends a line of the head (RFC 9112 §2.2); false: 400
   Precompressed precompressed = Precompressed::off;  // f.br / f.gz next to f
+  std::filesystem::path pid_file;  // written at start, removed at exit (weft -s); empty: none
 
   // [runtime]
   unsigned processors = 0;  // 0: one per online CPU
@@ -129,6 +139,20 @@ Config parse_config(std::string_view text, const std::filesystem::path& source);
 
 /// Reads and parses the TOML file at `file`, or throws ConfigError.
 Config load_config(const std::filesystem::path& file);
+
+/// Returns the built-in defaults (the values conf/weft.toml states), serving the installed
+/// bundled site (share/weft/www) with the installed MIME map when they exist.
+Config builtin_config();
+
+/// The configuration file weft reads when no -c is given and $WEFT_CONFIG is unset
+/// (etc/weft/weft.toml under the install prefix: /etc/weft/weft.toml for the package).
+std::filesystem::path default_config_path();
+
+/// Writes `config` as TOML, every key with a comment saying where its value came from.
+std::string dump_config(const Config& config);
+
+/// Returns the keys ("section.key") whose values differ between `a` and `b`, in schema order.
+std::vector<std::string> changed_keys(const Config& a, const Config& b);
 
 /// Checks what needs the filesystem (the root exists and is a directory), or throws ConfigError.
 void check_config(const Config& config);

@@ -6,13 +6,50 @@
 
 namespace weft::http {
 
+namespace {
+
+// Descriptors one connection may hold: its socket, and a pipe pair while it splices.
+std::size_t per_connection(const Config& config) {
+  return config.body == BodyPath::splice ? 3 : 1;
+}
+
+std::size_t reserve_for(const Config& config, std::size_t listeners, unsigned processors) {
+  return config.fd_reserve + listeners + 4 * std::size_t{processors};
+}
+
+// The built-in values of the two sized limits (conf/weft.toml documents them).
+constexpr std::size_t kDefaultConnections = 10000;
+constexpr std::size_t kDefaultCacheEntries = 10000;
+
+}  // namespace
+
+void size_from_fd_limit(Config& config, uint64_t limit, std::size_t listeners,
+                        unsigned processors) {
+  const std::size_t reserve = reserve_for(config, listeners, processors);
+  const std::size_t room = limit > reserve ? static_cast<std::size_t>(limit - reserve) : 0;
+  const std::size_t per = per_connection(config);
+  if (config.max_connections_auto) {
+    std::size_t share =
+        config.fd_cache_max_entries_auto
+            ? room * 2 / 3
+            : std::max(room / 2, room - std::min<std::size_t>(room, config.fd_cache_max_entries));
+    config.max_connections =
+        static_cast<unsigned>(std::clamp<std::size_t>(share / per, 1, kDefaultConnections));
+  }
+  if (config.fd_cache_max_entries_auto) {
+    const std::size_t used = std::size_t{config.max_connections} * per;
+    const std::size_t left = room > used ? room - used : 0;
+    config.fd_cache_max_entries = static_cast<unsigned>(
+        std::clamp<std::size_t>(left, FdBudget::kMinCacheEntries, kDefaultCacheEntries));
+  }
+}
+
 FdBudget plan_fd_budget(const Config& config, uint64_t limit, std::size_t listeners,
                         unsigned processors) {
   FdBudget b;
   b.limit = limit;
-  std::size_t per_connection = config.body == BodyPath::splice ? 3 : 1;  // socket (+ pipe pair)
-  b.connections = std::size_t{config.max_connections} * per_connection;
-  b.reserve = config.fd_reserve + listeners + 4 * std::size_t{processors};
+  b.connections = std::size_t{config.max_connections} * per_connection(config);
+  b.reserve = reserve_for(config, listeners, processors);
   b.cache_wanted = config.fd_cache_max_entries;
   b.cache_entries = b.cache_wanted;
   if (b.connections + b.reserve + b.cache_wanted > limit) {

@@ -29,6 +29,13 @@ struct FdBudget {
   std::string describe() const;
 };
 
+/// Sizes the limits that `config` left unset (max_connections_auto, fd_cache_max_entries_auto)
+/// to what `limit` descriptors hold after the reserve, at most the built-in 10,000 each:
+/// two thirds of the room for connections and the rest for the cache when both are unset,
+/// else what the explicit one leaves (connections keep at least half). So a default start
+/// fits its limit and logs no warning; explicit values are left for plan_fd_budget to check.
+void size_from_fd_limit(Config& config, uint64_t limit, std::size_t listeners, unsigned processors);
+
 /// Shares `limit` descriptors between `config`'s connections and fd cache, keeping a reserve
 /// for `listeners` listening sockets on `processors` processors.
 FdBudget plan_fd_budget(const Config& config, uint64_t limit, std::size_t listeners,

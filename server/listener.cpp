@@ -288,7 +288,7 @@ bool accept_more(ServerContext& ctx, int fd, Site site) {
 
 }  // namespace
 
-void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop, Site site) {
+void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site site) {
   auto backoff = std::chrono::milliseconds(1);
   while (true) {
     sockaddr_storage peer{};
@@ -320,6 +320,10 @@ void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop, Site site) {
       continue;
     }
     backoff = std::chrono::milliseconds(1);
+    // The configuration in force now serves this connection to its end (a reload in
+    // between changes only the connections accepted after it).
+    CurrentContext::Pin pin(current);
+    ServerContext& ctx = pin.ctx();
     bool fresh = !stale(ctx, c, site);
     if (fresh) {
       admit(ctx, c, peer, site);

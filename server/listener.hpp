@@ -36,10 +36,10 @@ int open_listener(const ListenAddress& address, int backlog, bool reuseport);
 /// the access log like any answer.
 void refuse(ServerContext& ctx, int fd, const sockaddr_storage& peer);
 
-/// Accepts connections on `fd` and starts a fiber serving `site` for each until `stop` is
-/// cancelled. Running out of descriptors backs off (1 ms doubling to 100 ms) instead of
-/// spinning. Only the site's listeners shed and pause under overload (limits.max_queue_wait):
-/// the metrics endpoint is most wanted then.
-void accept_loop(ServerContext& ctx, int fd, rt::CancelToken& stop, Site site = Site::files);
+/// Accepts connections on `fd` and starts a fiber serving `site` for each, in the context
+/// `current` holds at its accept (reloads swap it), until `stop` is cancelled. Running out of
+/// descriptors backs off (1 ms doubling to 100 ms) instead of spinning. Only the site's listeners
+/// shed and pause under overload (limits.max_queue_wait): the metrics endpoint is most wanted then.
+void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site site = Site::files);
 
 }  // namespace weft::http

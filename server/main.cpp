@@ -1,5 +1,6 @@
 // weft: the static file server's entry point. Parses the command line and the config, sets up
-// logging, and runs the server until SIGTERM/SIGINT.
+// logging, and runs the server until SIGTERM/SIGINT/SIGQUIT (reloading on SIGHUP); with -s,
+// signals a running one instead.
 #include <cstdio>
 
 #include <fmt/core.h>
@@ -24,18 +25,28 @@ int main(int argc, char** argv) {
   Config config;
   try {
     config = load_effective_config(*cli.options);
+    if (cli.options->signal) return send_signal(config, *cli.options);
+    if (cli.options->dump) {
+      fmt::print("{}", dump_config(config));
+      return 0;
+    }
     if (cli.options->test_only) {
-      fmt::print("weft: the configuration file {} syntax is ok\n", cli.options->config_file);
-      fmt::print("weft: configuration file {} test is successful\n", cli.options->config_file);
+      const std::string source = config_source_name(*cli.options);
+      fmt::print("weft: the configuration file {} syntax is ok\n", source);
+      fmt::print("weft: configuration file {} test is successful\n", source);
       return 0;
     }
     setup_logging(config);
   } catch (const ConfigError& e) {
     fmt::print(stderr, "weft: {}\n", e.what());
-    if (cli.options->test_only) {
-      fmt::print(stderr, "weft: configuration file {} test failed\n", cli.options->config_file);
+    if (cli.options->test_only || cli.options->dump) {
+      fmt::print(stderr, "weft: configuration file {} test failed\n",
+                 config_source_name(*cli.options));
     }
     return 1;
   }
-  return run_server(config);
+  // A reload reads the same sources again (the file, or $WEFT_CONFIG, or the defaults, with
+  // the same command-line overrides), and checks them the same way.
+  const CliOptions options = *cli.options;
+  return run_server(std::move(config), [options] { return load_effective_config(options); });
 }

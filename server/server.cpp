@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/io.hpp"
@@ -69,13 +70,88 @@ rt::RuntimeOptions runtime_options(const Config& config) {
 sigset_t server_signals() {
   sigset_t sigs;
   sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGHUP);
+  for (int sig : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1}) sigaddset(&sigs, sig);
   return sigs;
 }
 
+// What a running server cannot change: its runtime and I/O driver, its sockets, the error
+// log's destination and its pid file. A reload that changes one of them is refused.
+bool needs_restart(std::string_view key) {
+  for (std::string_view prefix : {"runtime.", "metrics."}) {
+    if (key.starts_with(prefix)) return true;
+  }
+  for (std::string_view k :
+       {"server.listen", "server.backlog", "server.reuseport", "server.pid_file", "io.backend",
+        "io.iowq_bounded", "io.iowq_unbounded", "io.ring_entries", "log.error_log"}) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
+// Waits for a context's connections to end, with deadlines: a fiber of its own waits on
+// the WaitGroup, and the owner waits for that fiber's word as long as it likes. Destroying
+// the watch waits for the connections to end (cancel them first when time is up).
+class DrainWatch {
+ public:
+  explicit DrainWatch(ServerContext& ctx)
+      : waiter_(rt::spawn(
+            [&ctx, this] {
+              ctx.connections.wait();
+              done_.release();
+            },
+            {.name = "drain"})) {}
+  ~DrainWatch() {
+    if (!finished_) done_.acquire();
+    waiter_.join();
+  }
+  DrainWatch(const DrainWatch&) = delete;
+  DrainWatch& operator=(const DrainWatch&) = delete;
+
+  /// Returns true once no connection is left, false when `deadline` came first.
+  bool wait_until(rt::TimePoint deadline) {
+    if (!finished_) finished_ = done_.try_acquire_until(deadline);
+    return finished_;
+  }
+
+ private:
+  rt::Semaphore done_{0};
+  bool finished_ = false;
+  rt::FiberHandle waiter_;
+};
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGQUIT:
+      return "SIGQUIT";
+    default:
+      return "signal";
+  }
+}
+
 }  // namespace
+
+// One loaded configuration and what it owns (see server.hpp).
+struct Server::Generation {
+  Config config;
+  std::unique_ptr<ServerContext> ctx;
+  unsigned number = 0;
+  rt::Semaphore sweeper_stop{0};
+  rt::CancelToken watch_stop;
+  rt::FiberHandle sweeper;
+  rt::FiberHandle watcher;
+
+  // Ends the fd cache's housekeeping fibers (on a fiber).
+  void stop_housekeeping() {
+    sweeper_stop.release();
+    watch_stop.cancel();
+    if (sweeper.joinable()) sweeper.join();
+    if (watcher.joinable()) watcher.join();
+  }
+};
 
 void block_server_signals() {
   sigset_t sigs = server_signals();
@@ -84,14 +160,16 @@ void block_server_signals() {
   ::signal(SIGPIPE, SIG_IGN);
 }
 
-Server::Server(const Config& config) : config_(config) {}
+Server::Server(Config config, ConfigLoader reload)
+    : config_(std::move(config)), reload_(std::move(reload)) {}
 
 Server::~Server() {
-  runtime_.reset();  // every fiber has ended: nothing uses the context any more
-  ctx_.reset();
+  runtime_.reset();  // every fiber has ended: nothing uses a context any more
+  live_.reset();
   for (auto& l : listeners_) ::close(l.fd);
   if (metrics_fd_ >= 0) ::close(metrics_fd_);
   if (signal_fd_ >= 0) ::close(signal_fd_);
+  if (!config_.pid_file.empty()) ::unlink(config_.pid_file.c_str());
 }
 
 bool Server::open() {
@@ -104,35 +182,26 @@ bool Server::open() {
     spdlog::critical("signalfd: {}", std::strerror(errno));
     return false;
   }
-  uint64_t fd_limit = raise_fd_limit();
+  fd_limit_ = raise_fd_limit();
   try {
-    ctx_ = std::make_unique<ServerContext>(config_);
-    ctx_->access_log = AccessLog::create(config_);
     runtime_ = std::make_unique<rt::Runtime>(runtime_options(config_));
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return false;
   }
   if (!open_sockets()) return false;
-  unsigned procs = runtime_->processors();
-  ServerContext& ctx = *ctx_;
-  ctx.metrics = std::make_unique<Metrics>(procs);
-  FdBudget budget = plan_fd_budget(config_, fd_limit, listeners_.size(), procs);
-  spdlog::log(budget.lowered() ? spdlog::level::warn : spdlog::level::info, "{}",
-              budget.describe());
-  ctx.files = std::make_unique<FdCache>(config_, ctx.root_fd, ctx.mime, ctx.metrics.get(),
-                                        budget.cache_entries);
-  // Read area: the longest head the parser accepts plus one read (the arena for queued
-  // response heads comes on top, see ConnectionWork).
-  std::size_t read_capacity = config_.max_header_bytes + 4096;
-  for (unsigned i = 0; i < procs; ++i) {
-    ctx.pools.push_back(std::make_unique<ResourcePool>(config_, read_capacity, config_.pipe_size));
-  }
-  add_gauges(fd_limit);
+  metrics_ = std::make_shared<Metrics>(runtime_->processors());
+  live_ = make_generation(config_);
+  if (!live_) return false;
+  config_ = live_->config;  // with the sizes it was given
+  current_.publish(live_->ctx.get());
+  add_gauges();
+  write_pid_file();
   std::string addrs;
   for (const auto& a : config_.listen) addrs += (addrs.empty() ? "" : ", ") + a.to_string();
   spdlog::info("weft {} serving {} on {} with {} processor(s), {} socket(s); fd limit {}",
-               kWeftVersion, config_.root.string(), addrs, procs, listeners_.size(), fd_limit);
+               kWeftVersion, config_.root.string(), addrs, runtime_->processors(),
+               listeners_.size(), fd_limit_);
   if (config_.metrics) {
     spdlog::info("metrics on http://{}/metrics", config_.metrics_listen.to_string());
   }
@@ -151,31 +220,90 @@ bool Server::open_sockets() {
     spdlog::critical("{}", e.what());
     return false;
   }
-  ctx_->root_fd = ::open(config_.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (ctx_->root_fd < 0) {
-    spdlog::critical("document root {}: {}", config_.root.string(), std::strerror(errno));
-    return false;
-  }
   return true;
 }
 
-void Server::add_gauges(uint64_t fd_limit) {
-  ServerContext& ctx = *ctx_;
+std::unique_ptr<Server::Generation> Server::make_generation(Config config) {
+  auto g = std::make_unique<Generation>();
+  g->number = next_generation_++;
+  unsigned procs = runtime_->processors();
+  size_from_fd_limit(config, fd_limit_, listeners_.size(), procs);
+  g->config = std::move(config);
+  const Config& c = g->config;
+  FdBudget budget = plan_fd_budget(c, fd_limit_, listeners_.size(), procs);
+  spdlog::log(budget.lowered() ? spdlog::level::warn : spdlog::level::info, "{}",
+              budget.describe());
+  try {
+    g->ctx = std::make_unique<ServerContext>(c);
+    g->ctx->access_log = AccessLog::create(c);
+  } catch (const std::exception& e) {
+    spdlog::critical("{}", e.what());
+    return nullptr;
+  }
+  ServerContext& ctx = *g->ctx;
+  ctx.metrics = metrics_;
+  ctx.root_fd = ::open(c.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (ctx.root_fd < 0) {
+    spdlog::critical("document root {}: {}", c.root.string(), std::strerror(errno));
+    return nullptr;
+  }
+  ctx.files =
+      std::make_unique<FdCache>(c, ctx.root_fd, ctx.mime, ctx.metrics.get(), budget.cache_entries);
+  // Read area: the longest head the parser accepts plus one read (the arena for queued
+  // response heads comes on top, see ConnectionWork).
+  std::size_t read_capacity = c.max_header_bytes + 4096;
+  for (unsigned i = 0; i < procs; ++i) {
+    ctx.pools.push_back(std::make_unique<ResourcePool>(c, read_capacity, c.pipe_size));
+  }
+  return g;
+}
+
+void Server::start_housekeeping(Generation& g) {
+  ServerContext& ctx = *g.ctx;
+  // The fd cache's housekeeping: drop inactive entries every second; follow inotify.
+  g.sweeper = rt::spawn(
+      [&ctx, &g] {
+        while (!g.sweeper_stop.try_acquire_for(std::chrono::seconds(1))) ctx.files->sweep();
+      },
+      {.name = "fd-cache-sweeper"});
+  g.watcher =
+      rt::spawn([&ctx, &g] { ctx.files->watch_loop(g.watch_stop); }, {.name = "fd-cache-inotify"});
+}
+
+void Server::write_pid_file() {
+  if (config_.pid_file.empty()) return;
+  // /run/weft is made by systemd (RuntimeDirectory); a server started by hand makes it.
+  ::mkdir(config_.pid_file.parent_path().c_str(), 0755);
+  FILE* f = std::fopen(config_.pid_file.c_str(), "w");
+  if (!f || std::fprintf(f, "%d\n", static_cast<int>(::getpid())) < 0 || std::fclose(f) != 0) {
+    spdlog::error("pid file {}: {} (weft -s will not find this server)", config_.pid_file.string(),
+                  std::strerror(errno));
+  }
+}
+
+void Server::add_gauges() {
   rt::Runtime& runtime = *runtime_;
-  auto gauge = [&ctx](const char* name, const char* help, std::function<double()> read) {
-    ctx.metrics->add_gauge(name, help, std::move(read));
+  auto gauge = [this](const char* name, const char* help, std::function<double()> read) {
+    metrics_->add_gauge(name, help, std::move(read));
+  };
+  // Of the generation new connections go to (pinned while read: a reload may retire it).
+  auto current = [this](auto read) {
+    return [this, read] {
+      CurrentContext::Pin pin(current_);
+      return static_cast<double>(read(pin.ctx()));
+    };
   };
   gauge("weft_fd_cache_entries", "Entries in the fd cache",
-        [&ctx] { return static_cast<double>(ctx.files->size()); });
+        current([](ServerContext& c) { return c.files->size(); }));
   gauge("weft_fd_cache_bytes", "Bytes of file contents in the fd cache",
-        [&ctx] { return static_cast<double>(ctx.files->bytes()); });
+        current([](ServerContext& c) { return c.files->bytes(); }));
   gauge("weft_connections_idle",
         "Connections waiting for their next request without a fiber (reclaimable when "
         "limits.max_connections are open)",
-        [&ctx] { return static_cast<double>(ctx.slots.idle()); });
+        current([](ServerContext& c) { return c.slots.idle(); }));
   gauge("weft_connections_reclaimed",
         "Idle connections closed so far to make room for a new one at limits.max_connections",
-        [&ctx] { return static_cast<double>(ctx.slots.reclaimed()); });
+        current([](ServerContext& c) { return c.slots.reclaimed(); }));
   gauge("weft_fibers", "Fibers alive (running, ready or parked)",
         [&runtime] { return static_cast<double>(runtime.live_fibers()); });
   gauge("weft_ready_queue_length", "Fibers ready to run, all processors", [&runtime] {
@@ -183,6 +311,8 @@ void Server::add_gauges(uint64_t fd_limit) {
     for (unsigned i = 0; i < runtime.processors(); ++i) n += runtime.processor(i).queue_length();
     return n;
   });
+  gauge("weft_config_generation", "Configurations loaded so far (1 at start, +1 per reload)",
+        [this] { return static_cast<double>(next_generation_ - 1); });
   const Config& config = config_;
   gauge("weft_iowq_max_workers_bounded", "io_uring bounded kernel workers allowed per processor",
         [&config] { return static_cast<double>(config.iowq_bounded); });
@@ -190,25 +320,24 @@ void Server::add_gauges(uint64_t fd_limit) {
         "io_uring unbounded kernel workers allowed per processor",
         [&config] { return static_cast<double>(config.iowq_unbounded); });
   gauge("weft_fd_limit", "RLIMIT_NOFILE in force",
-        [fd_limit] { return static_cast<double>(fd_limit); });
+        [this] { return static_cast<double>(fd_limit_); });
 }
 
 void Server::spawn_acceptors(rt::CancelToken& stop, std::vector<rt::FiberHandle>& out) {
-  ServerContext& ctx = *ctx_;
   // With SO_REUSEPORT each processor has sockets of its own (open_listeners made one per
   // processor and address); with one shared socket per address, every processor gets an
   // acceptor on it.
   unsigned rounds = config_.reuseport ? 1 : runtime_->processors();
   for (unsigned i = 0; i < rounds; ++i) {
     for (const auto& l : listeners_) {
-      out.push_back(rt::spawn([&ctx, fd = l.fd, &stop] { accept_loop(ctx, fd, stop); },
+      out.push_back(rt::spawn([this, fd = l.fd, &stop] { accept_loop(current_, fd, stop); },
                               {.name = "acceptor"}));
     }
   }
   if (metrics_fd_ >= 0) {
-    out.push_back(
-        rt::spawn([&ctx, fd = metrics_fd_, &stop] { accept_loop(ctx, fd, stop, Site::metrics); },
-                  {.name = "metrics"}));
+    out.push_back(rt::spawn(
+        [this, fd = metrics_fd_, &stop] { accept_loop(current_, fd, stop, Site::metrics); },
+        {.name = "metrics"}));
   }
 }
 
@@ -223,18 +352,87 @@ int Server::wait_for_stop_signal() {
       }
       continue;
     }
-    if (si.ssi_signo != SIGHUP) return static_cast<int>(si.ssi_signo);
-    spdlog::info("SIGHUP: reopening logs");
+    const auto sig = static_cast<int>(si.ssi_signo);
+    if (sig != SIGHUP && sig != SIGUSR1) return sig;
+    spdlog::info("{}: reopening logs", sig == SIGHUP ? "SIGHUP" : "SIGUSR1");
     reopen_error_log();
-    if (ctx_->access_log) ctx_->access_log->reopen();
+    if (live_->ctx->access_log) live_->ctx->access_log->reopen();
+    if (sig == SIGHUP) reload();
   }
+}
+
+void Server::reload() {
+  if (!reload_) return;
+  Config next;
+  try {
+    next = reload_();
+  } catch (const ConfigError& e) {
+    spdlog::error("reload refused, still serving generation {}: {}", live_->number, e.what());
+    return;
+  }
+  std::string fixed;
+  for (const auto& key : changed_keys(config_, next)) {
+    if (needs_restart(key)) fixed += (fixed.empty() ? "" : ", ") + key;
+  }
+  if (!fixed.empty()) {
+    spdlog::error(
+        "reload refused, still serving generation {}: {} cannot change without a "
+        "restart",
+        live_->number, fixed);
+    return;
+  }
+  std::unique_ptr<Generation> g = make_generation(std::move(next));
+  if (!g) {
+    spdlog::error("reload refused, still serving generation {}", live_->number);
+    return;
+  }
+  spdlog::set_level(spdlog::level::from_str(g->config.log_level));
+  start_housekeeping(*g);
+  current_.publish(g->ctx.get());  // returns once no acceptor admits into the old one
+  std::swap(g, live_);
+  spdlog::info(
+      "reloaded: generation {} serves new connections; generation {} retires with "
+      "{} connection(s)",
+      live_->number, g->number, g->ctx->connections.count());
+  retire(g.release());
+}
+
+void Server::retire(Generation* g) {
+  {
+    std::lock_guard lock(retired_mu_);
+    retired_.push_back(g);
+  }
+  retirements_.push_back(rt::spawn(
+      [this, g] {
+        g->stop_housekeeping();
+        ServerContext& ctx = *g->ctx;
+        const rt::Duration grace = g->config.timeouts_shutdown_grace;
+        {
+          DrainWatch watch(ctx);
+          if (!watch.wait_until(rt::now() + grace)) {
+            ctx.begin_drain();  // idle ones close now, busy ones after their response
+            if (!watch.wait_until(rt::now() + grace)) ctx.cancel_all();
+          }
+        }
+        {
+          std::lock_guard lock(retired_mu_);
+          std::erase(retired_, g);
+        }
+        if (ctx.access_log) ctx.access_log->flush();
+        spdlog::debug("generation {} retired", g->number);
+        delete g;
+      },
+      {.name = "retire"}));
 }
 
 void Server::trim_pools() {
   // Keep a few of each per pool: the next burst's first connections start without a fault.
   constexpr std::size_t kKeep = 8;
   std::size_t freed = runtime_->trim_stacks(kKeep);
-  for (auto& pool : ctx_->pools) freed += pool->trim(kKeep);
+  {
+    CurrentContext::Pin pin(current_);
+    for (auto& pool : pin.ctx().pools) freed += pool->trim(kKeep);
+  }
   // The working states were malloc'd: glibc keeps freed chunks in its arenas (and
   // fragmentation keeps them from the heap's top), so give their pages back explicitly.
   // Only after something was freed: a pass over every arena is not free.
@@ -242,39 +440,34 @@ void Server::trim_pools() {
 }
 
 void Server::drain() {
-  ServerContext& ctx = *ctx_;
-  ctx.begin_drain();
-  // A fiber waits for the connections; this one waits for it, or for the end of the grace.
-  rt::Semaphore drained(0);
-  auto waiter = rt::spawn(
-      [&ctx, &drained] {
-        ctx.connections.wait();
-        drained.release();
-      },
-      {.name = "drain"});
-  if (!drained.try_acquire_until(rt::now() + config_.timeouts_shutdown_grace)) {
-    spdlog::warn("grace period over: cancelling {} connection(s)", ctx.connections.count());
-    ctx.cancel_all();
-    drained.acquire();
+  ServerContext& ctx = *live_->ctx;
+  {
+    std::lock_guard lock(retired_mu_);
+    for (Generation* g : retired_) g->ctx->begin_drain();
   }
-  waiter.join();
+  ctx.begin_drain();
+  {
+    DrainWatch watch(ctx);
+    if (!watch.wait_until(rt::now() + config_.timeouts_shutdown_grace)) {
+      spdlog::warn("grace period over: cancelling {} connection(s)", ctx.connections.count());
+      ctx.cancel_all();
+    }
+  }
+  {
+    // Retiring generations had the same grace: cancel what they still hold. Under the lock
+    // a listed generation is not freed (its fiber takes it off the list first).
+    std::lock_guard lock(retired_mu_);
+    for (Generation* g : retired_) g->ctx->cancel_all();
+  }
+  for (auto& r : retirements_) r.join();
 }
 
 void Server::serve() {
-  ServerContext& ctx = *ctx_;
   runtime_->run([&] {
     rt::CancelToken stop;
     std::vector<rt::FiberHandle> acceptors;
     spawn_acceptors(stop, acceptors);
-    // The fd cache's housekeeping: drop inactive entries every second; follow inotify.
-    rt::Semaphore sweeper_stop(0);
-    auto sweeper = rt::spawn(
-        [&ctx, &sweeper_stop] {
-          while (!sweeper_stop.try_acquire_for(std::chrono::seconds(1))) ctx.files->sweep();
-        },
-        {.name = "fd-cache-sweeper"});
-    auto watcher =
-        rt::spawn([&ctx, &stop] { ctx.files->watch_loop(stop); }, {.name = "fd-cache-inotify"});
+    start_housekeeping(*live_);
     // Memory a burst left in the pools goes back once unused for runtime.pool_idle.
     rt::Semaphore trimmer_stop(0);
     auto trimmer = rt::spawn(
@@ -284,27 +477,24 @@ void Server::serve() {
         },
         {.name = "pool-trimmer"});
     int signo = wait_for_stop_signal();
-    spdlog::info("{}: shutting down (grace {} ms, {} connection(s) open)",
-                 signo == SIGTERM ? "SIGTERM" : "SIGINT", config_.timeouts_shutdown_grace.count(),
-                 ctx.slots.open());
+    spdlog::info("{}: shutting down (grace {} ms, {} connection(s) open)", signal_name(signo),
+                 config_.timeouts_shutdown_grace.count(), live_->ctx->slots.open());
     stop.cancel();
-    sweeper_stop.release();
-    sweeper.join();
     trimmer_stop.release();
     trimmer.join();
-    watcher.join();
+    live_->stop_housekeeping();
     for (auto& a : acceptors) a.join();
     for (auto& l : listeners_) ::close(std::exchange(l.fd, -1));
     if (metrics_fd_ >= 0) ::close(std::exchange(metrics_fd_, -1));
     drain();
   });
-  if (ctx.access_log) ctx.access_log->flush();
+  if (live_->ctx->access_log) live_->ctx->access_log->flush();
   spdlog::info("stopped");
   spdlog::default_logger()->flush();
 }
 
-int run_server(const Config& config) {
-  Server server(config);
+int run_server(Config config, Server::ConfigLoader reload) {
+  Server server(std::move(config), std::move(reload));
   if (!server.open()) return 1;
   server.serve();
   return 0;

@@ -1,16 +1,33 @@
-// The server as a whole: runtime, listeners, connections, logs and signals.
+// The server as a whole: runtime, listeners, connections, logs, signals and reloads.
 //
 // Server is the lifecycle of one run: open() sets everything up (the runtime from the
-// config, the listeners, the document root, the metrics and their gauges, the fd budget
-// and the cache, the access log), and serve() runs it until a signal and shuts it down.
+// config, the listeners, the metrics and their gauges, and the first generation), and
+// serve() runs it until a signal and shuts it down.
 //
-// Shutdown order (SIGTERM or SIGINT): stop accepting (acceptors cancelled, listening sockets
-// closed) -> idle keep-alive connections closed, busy ones finish their response and close
-// -> after timeouts.shutdown_grace, whatever is left is cancelled -> logs flushed -> exit 0.
-// SIGHUP reopens the error and access logs (for logrotate).
+// A generation is one loaded configuration and the ServerContext built from it (document
+// root, MIME map, fd cache, access log, pools, connection slots). SIGHUP (weft -s reload)
+// loads the configuration again; a good one becomes a new generation that the acceptors
+// use for every connection accepted from then on, without closing a listening socket. The
+// old generation retires: its connections finish on the configuration they started with;
+// after timeouts.shutdown_grace its idle keep-alive connections are closed and busy ones
+// close after their response; after another grace the rest are cancelled; once the last
+// has gone it is freed. What a running server cannot change (the runtime, the I/O backend,
+// the listening and metrics addresses, the error log's destination) refuses the reload with
+// one error line naming the keys, and the running generation keeps serving, as it does when
+// the new file does not parse.
+//
+// Signals: SIGTERM, SIGINT and SIGQUIT shut down gracefully. Shutdown order: stop accepting
+// (acceptors cancelled, listening sockets closed) -> every generation's idle keep-alive
+// connections closed, busy ones finish their response and close -> after
+// timeouts.shutdown_grace, whatever is left is cancelled -> logs flushed -> exit 0. SIGUSR1
+// reopens the error and access logs (for logrotate), as SIGHUP also does.
+//
+// Threads: construct, open() and serve() from one thread, outside any runtime.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "runtime/scheduler.hpp"
@@ -20,44 +37,66 @@
 
 namespace weft::http {
 
-/// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (so in every thread it starts)
-/// and ignores SIGPIPE; call first thing in main.
+/// Blocks the signals the server reads (SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1) in the
+/// calling thread (so in every thread it starts) and ignores SIGPIPE; call first in main.
 void block_server_signals();
 
 class Server {
  public:
-  /// Makes a server for `config` (which must outlive it); opens nothing yet.
-  explicit Server(const Config& config);
+  /// Loads the configuration again for a reload; throws ConfigError when it cannot be used.
+  using ConfigLoader = std::function<Config()>;
+
+  /// Makes a server for `config`; a reload takes its configuration from `reload` (without
+  /// one, SIGHUP only reopens the logs). Opens nothing yet.
+  explicit Server(Config config, ConfigLoader reload = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  /// Opens the signalfd, the runtime, the listeners, the root, the logs and the cache;
+  /// Opens the signalfd, the runtime, the listeners, the pid file and the first generation;
   /// returns false, with a critical log line, when the server cannot start.
   bool open();
 
-  /// Serves until SIGTERM or SIGINT, then shuts down gracefully (see above).
+  /// Serves until SIGTERM, SIGINT or SIGQUIT, reloading on SIGHUP, then shuts down
+  /// gracefully (see above).
   void serve();
 
  private:
+  struct Generation;
+
   bool open_sockets();
-  void add_gauges(uint64_t fd_limit);
+  std::unique_ptr<Generation> make_generation(Config config);
+  void start_housekeeping(Generation& g);
+  void add_gauges();
   void spawn_acceptors(rt::CancelToken& stop, std::vector<rt::FiberHandle>& out);
   int wait_for_stop_signal();
+  void reload();
+  void retire(Generation* g);
   void drain();
   // Gives back what a burst left in the stack and working-state pools (runtime.pool_idle).
   void trim_pools();
+  void write_pid_file();
 
-  const Config& config_;
+  Config config_;  // as started: what a reload cannot change is read from here
+  ConfigLoader reload_;
   int signal_fd_ = -1;
+  uint64_t fd_limit_ = 0;
   std::unique_ptr<rt::Runtime> runtime_;
-  std::unique_ptr<ServerContext> ctx_;
+  std::shared_ptr<Metrics> metrics_;
   std::vector<Listener> listeners_;
   int metrics_fd_ = -1;
+  unsigned next_generation_ = 1;
+  CurrentContext current_;
+  std::unique_ptr<Generation> live_;  // the generation new connections go to
+  // Generations retiring (each owned by its retirement fiber); for shutdown and the pools.
+  std::mutex retired_mu_;
+  std::vector<Generation*> retired_;
+  std::vector<rt::FiberHandle> retirements_;
 };
 
-/// Runs a Server with `config` until SIGTERM or SIGINT (graceful) and returns the process
-/// exit status: 0 after a clean shutdown, 1 when it could not start.
-int run_server(const Config& config);
+/// Runs a Server with `config` (reloads from `reload`) until SIGTERM, SIGINT or SIGQUIT
+/// (graceful) and returns the process exit status: 0 after a clean shutdown, 1 when it could
+/// not start.
+int run_server(Config config, Server::ConfigLoader reload = {});
 
 }  // namespace weft::http

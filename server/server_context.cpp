@@ -136,6 +136,25 @@ void ServerContext::begin_drain() {
   for (Connection* c = registry_head; c; c = c->next) c->drain();
 }
 
+CurrentContext::Pin::Pin(CurrentContext& slot) {
+  while (true) {
+    ServerContext* c = slot.current_.load();
+    c->pins.fetch_add(1);
+    if (slot.current_.load() == c) {
+      ctx_ = c;
+      return;
+    }
+    c->pins.fetch_sub(1);  // swapped meanwhile: pin the new one
+  }
+}
+
+ServerContext* CurrentContext::publish(ServerContext* next) {
+  ServerContext* old = current_.exchange(next);
+  // Bounded: a pin ends with its admission, or with an overload pause (max_queue_wait).
+  while (old && old->pins.load() != 0) rt::sleep_for(std::chrono::milliseconds(1));
+  return old;
+}
+
 void ServerContext::cancel_all() {
   std::lock_guard g(registry_mu);
   for (Connection* c = registry_head; c; c = c->next) c->cancel();

@@ -71,7 +71,7 @@ struct ServerContext {
   DateCache dates;
   std::unique_ptr<FdCache> files;
   std::unique_ptr<AccessLog> access_log;
-  std::unique_ptr<Metrics> metrics;
+  std::shared_ptr<Metrics> metrics;  // shared by every generation of a server (reloads)
   std::vector<std::unique_ptr<ResourcePool>> pools;  // one per processor
 
   ConnectionSlots slots;              // limits.max_connections, and the idle ones to reclaim
@@ -80,6 +80,8 @@ struct ServerContext {
 
   std::mutex registry_mu;
   Connection* registry_head = nullptr;  // live connections (intrusive list), for shutdown
+
+  std::atomic<unsigned> pins{0};  // acceptors admitting into this context (CurrentContext)
 
   explicit ServerContext(const Config& c);
   ~ServerContext();
@@ -99,6 +101,43 @@ struct ServerContext {
   void begin_drain();
   /// Cancels every remaining connection's I/O (the grace period ran out).
   void cancel_all();
+};
+
+/// The context new connections go to, swapped by a reload while acceptors read it.
+///
+/// An acceptor pins the current context for each connection it admits (a Connection adds
+/// itself to the context's `connections` while pinned); publish() swaps in the next one and
+/// returns the previous once no acceptor holds a pin on it, so from then on its
+/// `connections` only falls and its owner may wait for them and free it. A pin is a counter
+/// on the context, checked again after the increment (the publisher stores, then reads the
+/// counter; both sequentially consistent), so pinning takes no lock.
+class CurrentContext {
+ public:
+  explicit CurrentContext(ServerContext* first = nullptr) : current_(first) {}
+
+  /// Holds the context current at construction for the pin's lifetime.
+  class Pin {
+   public:
+    explicit Pin(CurrentContext& slot);
+    ~Pin() { ctx_->pins.fetch_sub(1); }
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+    ServerContext& ctx() const { return *ctx_; }
+
+   private:
+    ServerContext* ctx_;
+  };
+
+  /// Makes `next` current; returns the previous one once it is unpinned (parks 1 ms at a
+  /// time meanwhile: a pin lasts one admission, or an overload pause of at most
+  /// limits.max_queue_wait). Call on a fiber.
+  ServerContext* publish(ServerContext* next);
+
+  /// Returns the current context (a snapshot: pin it to admit a connection).
+  ServerContext* peek() const { return current_.load(); }
+
+ private:
+  std::atomic<ServerContext*> current_;
 };
 
 }  // namespace weft::http

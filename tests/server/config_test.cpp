@@ -89,6 +89,53 @@ TEST(Config, ShippedConfigStatesTheBuiltInDefaults) {
   EXPECT_EQ(file.metrics_listen.to_string(), empty.metrics_listen.to_string());
 }
 
+// Every key of the schema, not just those listed above: the same check through the schema.
+TEST(Config, ShippedConfigStatesEveryBuiltInDefault) {
+  Config file = load_config(source_dir() / "conf/weft.toml");
+  Config empty = parse_config("", source_dir() / "conf/weft.toml");
+  std::vector<std::string> differ = changed_keys(file, empty);
+  // The root and the MIME map are the two paths the shipped file points at on purpose.
+  EXPECT_EQ(differ, (std::vector<std::string>{"server.root", "server.mime_types"}));
+  // The two limits sized from RLIMIT_NOFILE stay unset in the shipped file.
+  EXPECT_TRUE(file.max_connections_auto);
+  EXPECT_TRUE(file.fd_cache_max_entries_auto);
+}
+
+TEST(Config, OriginsNameTheFileLineAndColumn) {
+  Config c =
+      parse_config("[server]\nbacklog = 64\n\n[limits]\nmax_connections = 5\n", "/etc/weft/x.toml");
+  EXPECT_EQ(c.origins.at("server.backlog"), "/etc/weft/x.toml:2:11");
+  EXPECT_EQ(c.origins.at("limits.max_connections"), "/etc/weft/x.toml:5:19");
+  EXPECT_FALSE(c.origins.contains("server.listen"));
+  EXPECT_FALSE(c.max_connections_auto);
+  EXPECT_TRUE(c.fd_cache_max_entries_auto);
+}
+
+// The dump is TOML that parses back to the same values, and says where each came from.
+TEST(Config, DumpParsesBackToTheSameValues) {
+  Config c = parse_config(R"(
+[server]
+listen = ["[::1]:8443", "*:80"]
+index = ["index.htm", "it's \"quoted\".html"]
+server_name = "weft 'test'"
+[runtime]
+help_age = "250us"
+[limits]
+max_queue_wait = "2s"
+max_body_bytes = "1m"
+[log]
+access_format = "json"
+)",
+                          "/etc/weft/x.toml");
+  std::string text = dump_config(c);
+  EXPECT_NE(text.find("# configuration file /etc/weft/x.toml"), std::string::npos) << text;
+  EXPECT_NE(text.find("help_age = '250us'  # /etc/weft/x.toml:7:"), std::string::npos) << text;
+  EXPECT_NE(text.find("backlog = 511  # default\n"), std::string::npos) << text;
+  Config again = parse_config(text, "/etc/weft/x.toml");
+  EXPECT_EQ(changed_keys(c, again), std::vector<std::string>{}) << text;
+  EXPECT_EQ(changed_keys(c, Config{}).size(), 8u);  // the seven set, and the root (its folder)
+}
+
 TEST(Config, ParsesEveryKind) {
   Config c = parse_config(R"(
 [server]

@@ -57,5 +57,62 @@ TEST(FdBudgetTest, TheReserveIsAConfigValue) {
   EXPECT_EQ(b.reserve, 1000u + 3 + 16);
 }
 
+// A limit the configuration left unset is sized to the descriptor limit: no warning at start.
+Config unset() {
+  Config c;
+  c.max_connections_auto = true;
+  c.fd_cache_max_entries_auto = true;
+  return c;
+}
+
+TEST(FdBudgetTest, UnsetLimitsFitTheDescriptorLimit) {
+  for (uint64_t limit : {256u, 1024u, 4096u, 20000u, 1u << 20}) {
+    Config c = unset();
+    size_from_fd_limit(c, limit, 2, 2);
+    FdBudget b = plan_fd_budget(c, limit, 2, 2);
+    EXPECT_FALSE(b.lowered()) << limit << ": " << b.describe();
+    EXPECT_LE(b.connections + b.reserve + b.cache_entries,
+              std::max<uint64_t>(limit, 64 + 2 + 8 + 17))
+        << limit;
+    EXPECT_LE(c.max_connections, 10000u);
+    EXPECT_LE(c.fd_cache_max_entries, 10000u);
+  }
+  Config c = unset();
+  size_from_fd_limit(c, 1024, 1, 1);  // 1024 - 69 = 955: two thirds to connections
+  EXPECT_EQ(c.max_connections, 636u);
+  EXPECT_EQ(c.fd_cache_max_entries, 955u - 636u);
+  c = unset();
+  size_from_fd_limit(c, 1 << 20, 1, 1);  // plenty: the built-in 10000 each
+  EXPECT_EQ(c.max_connections, 10000u);
+  EXPECT_EQ(c.fd_cache_max_entries, 10000u);
+}
+
+TEST(FdBudgetTest, ExplicitLimitsAreKeptAndTheOtherTakesTheRest) {
+  Config c = config_with(500, 123);  // both explicit: untouched
+  size_from_fd_limit(c, 1024, 1, 1);
+  EXPECT_EQ(c.max_connections, 500u);
+  EXPECT_EQ(c.fd_cache_max_entries, 123u);
+  c = unset();
+  c.max_connections = 900;
+  c.max_connections_auto = false;
+  size_from_fd_limit(c, 1024, 1, 1);
+  EXPECT_EQ(c.max_connections, 900u);
+  EXPECT_EQ(c.fd_cache_max_entries, 55u);  // 955 - 900
+  c = unset();
+  c.fd_cache_max_entries = 900;
+  c.fd_cache_max_entries_auto = false;
+  size_from_fd_limit(c, 1024, 1, 1);
+  EXPECT_EQ(c.max_connections, 955u / 2);                // connections keep at least half
+  EXPECT_TRUE(plan_fd_budget(c, 1024, 1, 1).lowered());  // the explicit cache cannot fit: warned
+}
+
+TEST(FdBudgetTest, SplicingSizesConnectionsByTheirThreeDescriptors) {
+  Config c = unset();
+  c.body = BodyPath::splice;
+  size_from_fd_limit(c, 1024, 1, 1);
+  EXPECT_EQ(c.max_connections, 955u * 2 / 3 / 3);
+  EXPECT_FALSE(plan_fd_budget(c, 1024, 1, 1).lowered());
+}
+
 }  // namespace
 }  // namespace weft::http

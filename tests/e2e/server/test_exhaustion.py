@@ -282,7 +282,10 @@ class Exhaustion:
         # The waiting client below sits in the listen queue for seconds, past the default
         # limits.max_queue_wait (a stale queue is reset: tests/e2e/server/test_overload.py);
         # here it is to be served once descriptors free up.
-        srv = self.start({"timeouts": {"header": "60s"}, "limits": {"max_queue_wait": "60s"}},
+        # An explicit max_connections far past the descriptor limit: unset, it would be sized
+        # to the limit (server/fd_budget.hpp) and weft would answer 503 before running out.
+        srv = self.start({"timeouts": {"header": "60s"},
+                          "limits": {"max_queue_wait": "60s", "max_connections": 10000}},
                          prefix=("prlimit", "--nofile=%d:%d" % (limit, limit), "--"))
         pid = srv.proc.pid
         self.assert_serves()
