@@ -36,6 +36,7 @@ BENCH_PKGS=(
 # Containers: only with --with-containers (the container test is a separate command).
 CONTAINER_PKGS=(
   podman buildah runc debootstrap uidmap slirp4netns fuse-overlayfs
+  catatonit             # the pause binary of the pods `podman kube play` makes
 )
 
 case "${1:-}" in

@@ -182,6 +182,9 @@ bool Server::open() {
     spdlog::critical("signalfd: {}", std::strerror(errno));
     return false;
   }
+  // Before the sockets: once weft takes connections, weft -s finds it (a signal sent before
+  // serve() waits in the signalfd).
+  write_pid_file();
   fd_limit_ = raise_fd_limit();
   try {
     runtime_ = std::make_unique<rt::Runtime>(runtime_options(config_));
@@ -196,7 +199,6 @@ bool Server::open() {
   config_ = live_->config;  // with the sizes it was given
   current_.publish(live_->ctx.get());
   add_gauges();
-  write_pid_file();
   std::string addrs;
   for (const auto& a : config_.listen) addrs += (addrs.empty() ? "" : ", ") + a.to_string();
   spdlog::info("weft {} serving {} on {} with {} processor(s), {} socket(s); fd limit {}",

@@ -4,7 +4,8 @@ io_uring seccomp profile.
 Checks: files are served; the log names io_uring with conf/seccomp-io_uring.json and the epoll
 fallback (one line naming the cause and the fix) without it; SIGTERM (the image's STOPSIGNAL)
 stops it with exit status 0 before the engine's stop timeout; weft runs as a non-root user;
-the image's HEALTHCHECK command succeeds; a site mounted over the /srv/www volume is served.
+the image's HEALTHCHECK command succeeds; a site mounted over the /srv/www volume is served;
+deploy/k8s/ runs under `podman kube play`, passes its probes and stops cleanly.
 
 Skips (exit status 77, which ctest reports as skipped) when no engine is installed or can run
 a container, or when the base images are missing (scripts/container-base.sh makes them).
@@ -245,6 +246,84 @@ class StopAndVolume(unittest.TestCase):
         self.assertEqual(idle.recv(1), b"", "the idle connection was not closed")
         exit_code = engine("inspect", "--format", "{{.State.ExitCode}}", c.id).stdout.strip()
         err = c.logs()[1]
+        self.assertEqual(exit_code, "0", err)
+        self.assertIn("SIGTERM: shutting down", err)
+        self.assertTrue(err.rstrip().endswith("stopped"), err)
+
+
+class KubePlay(unittest.TestCase):
+    """deploy/k8s/ runs under `podman kube play` (podman runs Kubernetes YAML): the Deployment
+    and the Service start a pod that serves the bundled site with io_uring (the manifest's
+    seccomp profile, from a profile folder of the test's own), its probes pass, and stopping
+    the pod ends weft with exit status 0. The test's copy of the manifests changes only the
+    image (the one built here) and publishes the pod's port on a free loopback port
+    (hostIP/hostPort), which podman honours."""
+
+    def setUp(self):
+        if ENGINE != "podman":
+            self.skipTest("kube play is podman's")
+        try:
+            import yaml
+        except ImportError:
+            self.skipTest("no python3-yaml")
+        self.tmp = tempfile.mkdtemp(prefix="weft-kube-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        docs = []
+        for name in ("deployment.yaml", "service.yaml"):
+            with open(os.path.join(SOURCE_DIR, "deploy", "k8s", name)) as f:
+                docs.append(yaml.safe_load(f))
+        pod = docs[0]["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        container["image"] = IMAGE
+        with socket.socket() as probe:  # a free port; podman binds it right after
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        container["ports"][0].update(hostIP="127.0.0.1", hostPort=self.port)
+        self.kube = os.path.join(self.tmp, "weft-kube.yaml")
+        with open(self.kube, "w") as f:
+            yaml.safe_dump_all(docs, f)
+        # The kubelet's profile folder, as the manifest's comment says to fill it.
+        profiles = os.path.join(self.tmp, "seccomp")
+        os.makedirs(profiles)
+        shutil.copy(PROFILE, os.path.join(
+            profiles, pod["securityContext"]["seccompProfile"]["localhostProfile"]))
+        # kube play takes no --ulimit: the same limits as RUN_FLAGS, from a containers.conf.
+        conf = os.path.join(self.tmp, "containers.conf")
+        with open(conf, "w") as f:
+            f.write('[containers]\ndefault_ulimits = ["nofile=16384:16384", "nproc=4096:4096"]\n')
+        self.env = dict(os.environ, CONTAINERS_CONF=conf)
+        self.profiles = profiles
+
+    def podman(self, *args, check=True, timeout=120):
+        r = subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout,
+                           env=self.env)
+        if check and r.returncode != 0:
+            raise AssertionError("podman %s failed (%d):\n%s%s" % (
+                " ".join(args), r.returncode, r.stdout, r.stderr))
+        return r
+
+    def test_deployment_and_service_run_pass_probes_and_stop_cleanly(self):
+        self.podman("kube", "play", "--seccomp-profile-root", self.profiles, self.kube)
+        self.addCleanup(self.podman, "kube", "down", self.kube, check=False)
+        names = self.podman("ps", "--format", "{{.Names}}").stdout.split()
+        ctr = [n for n in names if n.startswith("weft-pod-") and n.endswith("-weft")]
+        self.assertEqual(len(ctr), 1, names)
+        ctr = ctr[0]
+        c = Container.__new__(Container)  # reuse its client on the published port
+        c.id, c.address = ctr, ("127.0.0.1", self.port)
+        c.wait_ready()
+        status, _, body = c.get("/")
+        self.assertEqual((status, body), (200, read_site("index.html")))
+        # The probes: podman runs the liveness probe as the container's health check.
+        health = self.podman("healthcheck", "run", ctr, check=False)
+        self.assertEqual(health.returncode, 0, health.stdout + health.stderr)
+        err = self.podman("logs", ctr).stderr
+        self.assertIn(URING_LINE, err)  # the manifest's seccomp profile is in force
+        self.assertNotIn(FALLBACK_LINE, err)
+        pod = ctr[:-len("-weft")]
+        self.podman("pod", "stop", "-t", "30", pod, timeout=60)
+        exit_code = self.podman("inspect", "--format", "{{.State.ExitCode}}", ctr).stdout.strip()
+        err = self.podman("logs", ctr).stderr
         self.assertEqual(exit_code, "0", err)
         self.assertIn("SIGTERM: shutting down", err)
         self.assertTrue(err.rstrip().endswith("stopped"), err)

@@ -169,17 +169,25 @@ class Kubernetes(unittest.TestCase):
         (port,) = self.container["ports"]
         self.assertEqual((port["name"], port["containerPort"]), ("http", container_port()))
 
-    def test_probes_get_root_on_the_http_port(self):
+    def test_probes_run_the_images_health_check_on_the_http_port(self):
+        port = [p for p in self.container["ports"] if p["name"] == "http"][0]["containerPort"]
         for probe in ("readinessProbe", "livenessProbe"):
-            get = self.container[probe]["httpGet"]
-            self.assertEqual((get["path"], get["port"]), ("/", "http"), probe)
+            command = self.container[probe]["exec"]["command"]
+            self.assertEqual(command, ["/usr/local/bin/weft-healthcheck", str(port), "/"], probe)
+        with open(os.path.join(SOURCE_DIR, "Dockerfile")) as f:
+            self.assertIn("COPY scripts/container-healthcheck.sh /usr/local/bin/weft-healthcheck",
+                          f.read())
 
     def test_seccomp_is_the_shipped_profile_as_localhost(self):
         seccomp = self.pod["securityContext"]["seccompProfile"]
         self.assertEqual(seccomp["type"], "Localhost")
-        self.assertEqual(seccomp["localhostProfile"], "weft/" + PROFILE_NAME)
+        self.assertEqual(seccomp["localhostProfile"], "weft-" + PROFILE_NAME)
         self.assertTrue(os.path.exists(source("conf", PROFILE_NAME)))
         self.assertNotIn("seccompProfile", self.container.get("securityContext", {}))
+        # The annotation podman kube play reads names the same profile.
+        annotations = self.deployment["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(annotations["seccomp.security.alpha.kubernetes.io/pod"],
+                         "localhost/weft-" + PROFILE_NAME)
 
     def test_non_root_read_only_no_privileges(self):
         pod = self.pod["securityContext"]
