@@ -299,6 +299,7 @@ const std::vector<Field>& schema() {
       {"limits", "max_connections", integer(&Config::max_connections, 1, 10'000'000)},
       {"limits", "accept_batch", integer(&Config::accept_batch, 1, 4096)},
       {"limits", "max_queue_wait", duration(&Config::max_queue_wait, Millis{0}, Millis{3'600'000})},
+      {"limits", "queue_target", duration(&Config::queue_target, Millis{0}, Millis{3'600'000})},
       {"limits", "max_requests_per_connection",
        integer(&Config::max_requests_per_connection, 1, kMaxInt)},
       {"limits", "max_linger_bytes", size(&Config::max_linger_bytes, 0, std::size_t{1} << 30)},

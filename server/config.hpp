@@ -93,6 +93,7 @@ struct Config {
   unsigned max_connections = 10000;
   unsigned accept_batch = 1;    // see conf/weft.toml
   Millis max_queue_wait{1000};  // 0: never shed; see conf/weft.toml
+  Millis queue_target{500};     // the admission gate (see conf/weft.toml); 0: no gate
   unsigned max_requests_per_connection = 1000;
   std::size_t max_linger_bytes = 64 * 1024;  // read and dropped after the last response
   unsigned fd_reserve = 64;                  // descriptors kept for everything but clients

@@ -17,6 +17,7 @@
 #include "runtime/io.hpp"
 #include "runtime/scheduler.hpp"
 #include "server/access_log.hpp"
+#include "server/admission_gate.hpp"
 #include "server/connection.hpp"
 #include "server/metrics.hpp"
 #include "server/response_writer.hpp"
@@ -152,14 +153,13 @@ bool read_tcp_info(int fd, tcp_info& ti) {
   return ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0;
 }
 
-// Whether the connection waited in the kernel's listen queue longer than `limit`. The kernel
-// stamps a connection when its handshake completes and again when data arrives
-// (tcpi_last_data_recv: milliseconds since then), so for a connection just accepted this is
-// how long its request, or its empty handshake, has been waiting: one getsockopt, no clock
-// of our own. A connection whose TCP_INFO cannot be read is served.
-bool waited_too_long(int fd, Millis limit) {
+// How long the connection just accepted waited in the kernel's listen queue, in ms. The
+// kernel stamps a connection when its handshake completes and again when data arrives
+// (tcpi_last_data_recv: milliseconds since then), so this is how long its request, or its
+// empty handshake, has been waiting: one getsockopt, no clock of our own. 0 when unreadable.
+uint64_t queue_wait_ms(int fd) {
   tcp_info ti{};
-  return read_tcp_info(fd, ti) && ti.tcpi_last_data_recv > static_cast<uint64_t>(limit.count());
+  return read_tcp_info(fd, ti) ? ti.tcpi_last_data_recv : 0;
 }
 
 // Decides what becomes of a freshly accepted connection: served on a fiber of its own in a
@@ -177,16 +177,44 @@ void admit(ServerContext& ctx, int c, const sockaddr_storage& peer, Site site) {
   rt::spawn([conn] { Connection::start(conn); }).detach();
 }
 
-// Whether `c`, just accepted, shows that the listen queue went stale: it waited there past
-// limits.max_queue_wait. Then it is reset (its client has likely given up) and true returned.
-bool stale(ServerContext& ctx, int c, Site site) {
-  if (site == Site::metrics || ctx.config.max_queue_wait.count() == 0 ||
-      !waited_too_long(c, ctx.config.max_queue_wait)) {
-    return false;
+// Steers listening socket `fd`'s admission gate (limits.queue_target) after an accept: the
+// gate closes when the wait it predicts for a new arrival passes the target (AdmissionGate).
+void steer_gate(ServerContext& ctx, int fd) {
+  const rt::Duration target = ctx.config.queue_target;
+  if (target.count() == 0) return;
+  const unsigned queued = accept_queue_length(fd);
+  const int moved = AdmissionGate::steer(fd, queued, target, rt::now());
+  if (moved > 0) {
+    if (ctx.metrics) ctx.metrics->on_gate_close(ServerContext::shard());
+    spdlog::debug("admission gate closed: {} queued", queued);
   }
-  shed(c);
-  if (ctx.metrics) ctx.metrics->on_shed_connection(ServerContext::shard());
-  return true;
+}
+
+// Takes connection `c`, just accepted on `fd`: serves it (admit()), or, when it waited in the
+// listen queue past limits.max_queue_wait (its client has likely given up), resets it and
+// returns false: the queue went stale. Either way the admission gate follows the queue.
+bool take(ServerContext& ctx, int fd, int c, const sockaddr_storage& peer, Site site) {
+  const Config& config = ctx.config;
+  if (site == Site::metrics) {
+    admit(ctx, c, peer, site);
+    return true;
+  }
+  if (config.max_queue_wait.count() == 0) {
+    admit(ctx, c, peer, site);
+    steer_gate(ctx, fd);
+    return true;
+  }
+  const uint64_t waited = queue_wait_ms(c);
+  const bool stale = config.max_queue_wait.count() != 0 &&
+                     waited > static_cast<uint64_t>(config.max_queue_wait.count());
+  if (stale) {
+    shed(c);
+    if (ctx.metrics) ctx.metrics->on_shed_connection(ServerContext::shard());
+  } else {
+    admit(ctx, c, peer, site);
+  }
+  steer_gate(ctx, fd);
+  return !stale;
 }
 
 // The listen queue went stale: more connections arrive than this processor serves. Stops
@@ -270,7 +298,7 @@ void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
 // After the turn's first accept: takes what else the kernel has queued without waiting, up to
 // limits.accept_batch connections this turn (the acceptor's next turn comes only after every
 // fiber queued meanwhile). Errors, EAGAIN included, end the turn; the next io::accept reports
-// any that persists. Returns false when the queue went stale (see stale()).
+// any that persists. Returns false when the queue went stale (see take()).
 bool accept_more(ServerContext& ctx, int fd, Site site) {
   for (unsigned i = 1; i < ctx.config.accept_batch; ++i) {
     // Over the connection limit the rest wait in the kernel's queue: accepting them only
@@ -280,8 +308,7 @@ bool accept_more(ServerContext& ctx, int fd, Site site) {
     socklen_t len = sizeof peer;
     int c = ::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c < 0) return true;
-    if (stale(ctx, c, site)) return false;
-    admit(ctx, c, peer, site);
+    if (!take(ctx, fd, c, peer, site)) return false;
   }
   return true;
 }
@@ -295,11 +322,19 @@ void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site si
     socklen_t len = sizeof peer;
     rt::Processor* p = rt::Processor::current();
     uint64_t rounds = p->rounds();
-    int c = io::accept(fd, reinterpret_cast<sockaddr*>(&peer), &len, rt::kNoDeadline, &stop);
+    // A closed admission gate with nothing left to accept opens after limits.queue_target.
+    const bool gated = site == Site::files && AdmissionGate::is_closed(fd);
+    const rt::TimePoint deadline =
+        gated ? rt::now() + current.peek()->config.queue_target : rt::kNoDeadline;
+    int c = io::accept(fd, reinterpret_cast<sockaddr*>(&peer), &len, deadline, &stop);
     // Parked: the processor picked other fibers meanwhile (or this one moved).
     bool parked = rt::Processor::current() != p || p->rounds() != rounds;
     if (c < 0) {
       if (c == -ECANCELED) return;
+      if (c == -ETIMEDOUT) {
+        AdmissionGate::open(fd);  // nothing queued: let arrivals in
+        continue;
+      }
       if (c == -EMFILE || c == -ENFILE || c == -ENOBUFS || c == -ENOMEM) {
         // Out of descriptors or memory: wait for some to free up rather than spin on the
         // pending connection. Those in the backlog wait (or time out on the client side).
@@ -324,12 +359,11 @@ void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site si
     // between changes only the connections accepted after it).
     CurrentContext::Pin pin(current);
     ServerContext& ctx = pin.ctx();
-    bool fresh = !stale(ctx, c, site);
-    if (fresh) {
-      admit(ctx, c, peer, site);
-      fresh = accept_more(ctx, fd, site);
-    }
-    if (!fresh) pause_listening(ctx, fd, stop);
+    bool fresh = take(ctx, fd, c, peer, site);
+    if (fresh) fresh = accept_more(ctx, fd, site);
+    // A stale queue: the gate, closed by take(), lets it drain at no cost per client; without
+    // one (limits.queue_target "0s", or no socket filter here), the listener pauses.
+    if (!fresh && !AdmissionGate::is_closed(fd)) pause_listening(ctx, fd, stop);
     // One turn per scheduling round on both backends. epoll's accept4 succeeds without
     // parking while the kernel's queue is non-empty, so without this the acceptor would take
     // the whole queue into the server at once (every connection then waits behind all the

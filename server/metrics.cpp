@@ -45,14 +45,18 @@ constexpr Family kShed{"weft_connections_shed_total", "counter",
 constexpr Family kPauses{"weft_listen_pauses_total", "counter",
                          "Times a listener stopped listening because its queue went stale "
                          "(limits.max_queue_wait)."};
+constexpr Family kGateCloses{"weft_admission_gate_closes_total", "counter",
+                             "Times a listener's admission gate closed: a connection had waited "
+                             "past limits.queue_target, so new handshakes were dropped until "
+                             "the queue drained."};
 constexpr Family kFdHits{"weft_fd_cache_hits_total", "counter",
                          "File lookups answered by the fd cache."};
 constexpr Family kFdMisses{"weft_fd_cache_misses_total", "counter",
                            "File lookups the fd cache had to open or stat."};
 
-constexpr std::array<const Family*, 9> kFamilies = {
+constexpr std::array<const Family*, 10> kFamilies = {
     &kRequests, &kResponseBytes, &kConnectionsOpen, &kConnections, &kRejected,
-    &kShed,     &kPauses,        &kFdHits,          &kFdMisses};
+    &kShed,     &kPauses,        &kGateCloses,      &kFdHits,      &kFdMisses};
 
 bool is_metric_name(std::string_view name) {
   const auto first = [](char c) {
@@ -145,6 +149,10 @@ void Metrics::on_listen_pause(unsigned index, unsigned queued) {
   s.connections_shed.fetch_add(queued, std::memory_order_relaxed);
 }
 
+void Metrics::on_gate_close(unsigned index) {
+  shard(index).gate_closes.fetch_add(1, std::memory_order_relaxed);
+}
+
 void Metrics::add_gauge(std::string name, std::string help, std::function<double()> read) {
   if (!is_metric_name(name))
     throw std::invalid_argument(fmt::format("'{}' is not a valid metric name", name));
@@ -158,8 +166,8 @@ void Metrics::add_gauge(std::string name, std::string help, std::function<double
 
 std::string Metrics::render() const {
   std::array<uint64_t, kCodes> requests{};
-  uint64_t bytes = 0, opened = 0, closed = 0, rejected = 0, shed = 0, pauses = 0, hits = 0,
-           misses = 0;
+  uint64_t bytes = 0, opened = 0, closed = 0, rejected = 0, shed = 0, pauses = 0, gates = 0,
+           hits = 0, misses = 0;
   for (unsigned i = 0; i < count_; ++i) {
     const Shard& s = shards_[i];
     for (std::size_t c = 0; c < kCodes; ++c)
@@ -170,6 +178,7 @@ std::string Metrics::render() const {
     rejected += s.connections_rejected.load(std::memory_order_relaxed);
     shed += s.connections_shed.load(std::memory_order_relaxed);
     pauses += s.listen_pauses.load(std::memory_order_relaxed);
+    gates += s.gate_closes.load(std::memory_order_relaxed);
     hits += s.fd_cache_hits.load(std::memory_order_relaxed);
     misses += s.fd_cache_misses.load(std::memory_order_relaxed);
   }
@@ -194,6 +203,7 @@ std::string Metrics::render() const {
   append_sample(out, kRejected, rejected);
   append_sample(out, kShed, shed);
   append_sample(out, kPauses, pauses);
+  append_sample(out, kGateCloses, gates);
   append_sample(out, kFdHits, hits);
   append_sample(out, kFdMisses, misses);
 

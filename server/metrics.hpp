@@ -24,6 +24,7 @@
 //   weft_connections_shed_total       counter, resets under overload (limits.max_queue_wait):
 //                                     stale connections accepted, and those queued at a pause
 //   weft_listen_pauses_total          counter, times an acceptor stopped listening under overload
+//   weft_admission_gate_closes_total  counter, times a listener stopped taking new handshakes
 //   weft_fd_cache_hits_total, weft_fd_cache_misses_total   counters
 //   then each gauge registered with add_gauge(), in registration order.
 #pragma once
@@ -70,6 +71,9 @@ class Metrics {
   /// Counts one overload pause of a listener, and the `queued` connections it reset.
   void on_listen_pause(unsigned shard, unsigned queued);
 
+  /// Counts one closing of a listener's admission gate (limits.queue_target).
+  void on_gate_close(unsigned shard);
+
   /// Adds a gauge family `name` read by calling `read` at each render(); throws
   /// std::invalid_argument when `name` is not a valid metric name or is already taken.
   void add_gauge(std::string name, std::string help, std::function<double()> read);
@@ -92,6 +96,7 @@ class Metrics {
     std::atomic<uint64_t> connections_rejected{0};
     std::atomic<uint64_t> connections_shed{0};
     std::atomic<uint64_t> listen_pauses{0};
+    std::atomic<uint64_t> gate_closes{0};
     std::atomic<uint64_t> fd_cache_hits{0};
     std::atomic<uint64_t> fd_cache_misses{0};
   };

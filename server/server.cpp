@@ -21,6 +21,7 @@
 #include "runtime/scheduler.hpp"
 #include "runtime/semaphore.hpp"
 #include "server/access_log.hpp"
+#include "server/admission_gate.hpp"
 #include "server/fd_budget.hpp"
 #include "server/listener.hpp"
 #include "server/log.hpp"
@@ -486,7 +487,10 @@ void Server::serve() {
     trimmer.join();
     live_->stop_housekeeping();
     for (auto& a : acceptors) a.join();
-    for (auto& l : listeners_) ::close(std::exchange(l.fd, -1));
+    for (auto& l : listeners_) {
+      AdmissionGate::forget(l.fd);
+      ::close(std::exchange(l.fd, -1));
+    }
     if (metrics_fd_ >= 0) ::close(std::exchange(metrics_fd_, -1));
     drain();
   });

@@ -5,9 +5,11 @@
 # offering RATE sessions/s of 1..5 calls for SECONDS (Zipf s = 1 over the generated "small"
 # set, timeout 2 s, as compare.py). Prints replies, replies/s, the server's CPU per reply
 # (utime + stime of its process, or of NGINX's worker), p99 and the failed sessions by class.
-# Usage (root): [WEFT=BINARY] [EXTRA='TOML lines'] [PSTAT=FILE] [PERF=FILE] \
+# Usage (root): [WEFT=BINARY] [PROCS=N] [RUNTIME='[runtime] lines'] [EXTRA='TOML lines'] \
+#   [PSTAT=FILE] [PERF=FILE] [JSON=FILE] \
 #   scripts/bench/prof.sh weft|weft-epoll|nginx RATE SECONDS [CAP_US]
 # EXTRA is appended to weft's configuration (printf %b: '\n' separates lines).
+# JSON keeps weft-load's report (with its per-second timeline) in FILE.
 # PSTAT writes `perf stat` (system calls, context switches, page faults) of the server's
 # threads over the middle of the run to FILE; PERF records `perf record -g` of core 0 there.
 # Needs build/release and the generated set (python3 www-fixtures/generate.py --preset small).
@@ -30,7 +32,7 @@ case $srv in
   weft | weft-epoll)
     backend=io_uring
     [[ $srv == weft-epoll ]] && backend=epoll
-    weft_toml $port "$files" 1 $backend > "$work/weft.toml"
+    weft_toml $port "$files" "${PROCS:-1}" $backend "$(printf '%b' "${RUNTIME:-}")" > "$work/weft.toml"
     printf '%b\n' "${EXTRA:-}" >> "$work/weft.toml"
     (echo $BASHPID > "$group/tasks"; exec taskset -c 0 "$weft" -c "$work/weft.toml") &
     pid=$!
@@ -91,3 +93,4 @@ print("%-10s %5s sessions/s cap %5s us: replies %6d (%.0f/s)  CPU %.1f us/reply 
       % (a[4], a[5], a[6], r, r / j["test_duration_s"], cpu_us / max(r, 1),
          j["latency_ms"]["from_schedule"]["p99"], err))
 PY
+[[ -n ${JSON:-} ]] && cp "$work/load.json" "$JSON"

@@ -1,0 +1,83 @@
+// AdmissionGate: keeps a listening socket's kernel queue short under overload, at no cost to
+// the server per refused client.
+//
+// Why: past saturation the kernel's listen queue grows at arrivals minus service, and a
+// connection that waited there longer than its client's patience costs the server a reply
+// nobody reads (the collapse docs/benchmarks.md measured) or, refused after the fact, a reset
+// whose delivery runs in the server's context on loopback (about 19 us each here: a quarter of
+// the capped server's CPU went to resetting queues when it paused its listener). The only free
+// refusal is one the kernel makes before a connection exists: a SYN dropped on arrival, in the
+// softirq of the client's own send. So the gate is a classic BPF socket filter on the
+// listening socket that drops SYNs without ACK (new handshakes) and passes everything else
+// (handshakes already under way complete, queued connections stay). A client whose SYN was
+// dropped retransmits it after the kernel's initial RTO (1 s on Linux) and is let in then if
+// the gate has opened: a refusal here is a delay first, and a timeout only if the overload
+// lasts. A small listen backlog would drop SYNs too, but it also drops the final ACKs of
+// handshakes it let in, leaving them half-open (measured worse; docs/benchmarks.md).
+//
+// When to close: a connection let into the queue now will wait about queue length / service
+// rate before weft takes it. The gate closes when that predicted wait passes
+// limits.queue_target and opens again when it is under half of it (hysteresis; and at
+// once when the acceptor finds nothing to accept), so no admitted connection waits much past
+// the target, and none has to be reset later as stale (each reset costs what a dropped SYN
+// does not). The service rate is the socket's accept rate, measured over kWindow and
+// smoothed: past saturation that is what the server serves; below it, arrivals, which makes
+// the prediction the queue's own wait. Under a CPU cap the queue is bursty (throttling stops
+// the server for most of each period), so the target must sit above the waits seen below
+// saturation: the first gate, closing on one wait past 100 ms, refused clients at 80% load
+// (docs/benchmarks.md, "Admission gate").
+//
+// States: open (no filter) -> closed (filter attached) -> open. The acceptors of a socket
+// (one, or one per processor when server.reuseport = false) share its gate; a mutex guards
+// the map, held for a lookup and the state change, never across a park (the setsockopt under
+// it is short).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "runtime/timer.hpp"
+
+namespace weft::http {
+
+class AdmissionGate {
+ public:
+  /// The window over which accepts are counted for the service rate; picked: ten periods of
+  /// a 10 ms CPU quota, short against a client's patience.
+  static constexpr rt::Duration kWindow = std::chrono::milliseconds(100);
+
+  /// Steers the gate of listening socket `fd` after an accept at `now`, with `queued`
+  /// connections still waiting: closes it when queued / service rate > `target`, opens it
+  /// under half of that. Returns +1 when this call closed it, -1 when it opened it, else 0.
+  /// A filter that cannot be attached is logged once, and the gate stays open.
+  static int steer(int fd, unsigned queued, rt::Duration target, rt::TimePoint now);
+
+  /// Opens the gate of `fd` if it is closed (nothing left to accept); true when it did.
+  static bool open(int fd);
+
+  /// Returns whether the gate of `fd` is closed.
+  static bool is_closed(int fd);
+
+  /// Forgets `fd` (its socket is closing); opens nothing.
+  static void forget(int fd);
+
+ private:
+  struct State {
+    bool closed = false;
+    bool broken = false;            // the filter could not be attached: never close again
+    rt::TimePoint window_start{};   // of the current accept count
+    unsigned accepts = 0;           // in the current window
+    double rate = 0;                // smoothed accepts per second; 0: not measured yet
+  };
+  static bool close_locked(int fd, State& s);
+  static bool open_locked(int fd, State& s);
+  static std::mutex& mutex();
+  static std::unordered_map<int, State>& states();
+};
+
+/// Returns the number of connections waiting in listening socket `fd`'s accept queue (its
+/// TCP_INFO), or 0 when it cannot be read.
+unsigned accept_queue_length(int fd);
+
+}  // namespace weft::http
