@@ -51,9 +51,10 @@ bool AdmissionGate::close_locked(int fd, State& s) {
     s.broken = true;
     static std::once_flag warned;
     std::call_once(warned, [] {
-      spdlog::warn("admission gate: SO_ATTACH_FILTER failed ({}); overload is handled by the "
-                   "listener pause alone (limits.max_queue_wait)",
-                   std::strerror(errno));
+      spdlog::warn(
+          "admission gate: SO_ATTACH_FILTER failed ({}); overload is handled by the "
+          "listener pause alone (limits.max_queue_wait)",
+          std::strerror(errno));
     });
     return false;
   }

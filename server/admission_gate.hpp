@@ -65,10 +65,10 @@ class AdmissionGate {
  private:
   struct State {
     bool closed = false;
-    bool broken = false;            // the filter could not be attached: never close again
-    rt::TimePoint window_start{};   // of the current accept count
-    unsigned accepts = 0;           // in the current window
-    double rate = 0;                // smoothed accepts per second; 0: not measured yet
+    bool broken = false;           // the filter could not be attached: never close again
+    rt::TimePoint window_start{};  // of the current accept count
+    unsigned accepts = 0;          // in the current window
+    double rate = 0;               // smoothed accepts per second; 0: not measured yet
   };
   static bool close_locked(int fd, State& s);
   static bool open_locked(int fd, State& s);
