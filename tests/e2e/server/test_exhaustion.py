@@ -196,8 +196,10 @@ class Exhaustion:
             self.skipTest("RLIMIT_NOFILE too low for %d connections" % n)
         # The slow connections, opened at once, can wait in the listen queue past the default
         # limits.max_queue_wait on a loaded machine, and a stale queue is reset
-        # (test_overload.py); this test is about slow clients: limit off.
-        srv = self.start({"limits": {"max_connections": n + 1000, "max_queue_wait": "0s"},
+        # (test_overload.py), or queue past limits.queue_target, and the admission gate
+        # drops the rest's handshakes for a while; this test is about slow clients: both off.
+        srv = self.start({"limits": {"max_connections": n + 1000, "max_queue_wait": "0s",
+                                     "queue_target": "0s"},
                           "server": {"backlog": 4096},
                           "timeouts": {"header": "120s"}}, prefix=pin(0))
         url = srv.url("/hello.txt")
@@ -284,8 +286,11 @@ class Exhaustion:
         # here it is to be served once descriptors free up.
         # An explicit max_connections far past the descriptor limit: unset, it would be sized
         # to the limit (server/fd_budget.hpp) and weft would answer 503 before running out.
+        # Nor the admission gate: while weft cannot accept, the queue's predicted wait is
+        # endless, and the gate would drop the handshakes this test wants queued.
         srv = self.start({"timeouts": {"header": "60s"},
-                          "limits": {"max_queue_wait": "60s", "max_connections": 10000}},
+                          "limits": {"max_queue_wait": "60s", "max_connections": 10000,
+                                     "queue_target": "0s"}},
                          prefix=("prlimit", "--nofile=%d:%d" % (limit, limit), "--"))
         pid = srv.proc.pid
         self.assert_serves()
@@ -343,8 +348,10 @@ class Exhaustion:
             self.skipTest("RLIMIT_NOFILE too low for %d connections" % n)
         metrics_port = free_port()
         # Batches of 1,000 can wait in the listen queue past the default limits.max_queue_wait
-        # on a loaded machine, and a stale queue is reset (test_overload.py): limit off.
-        srv = self.start({"limits": {"max_connections": n + 1000, "max_queue_wait": "0s"},
+        # on a loaded machine, and a stale queue is reset (test_overload.py), or past
+        # limits.queue_target, which closes the admission gate: both off.
+        srv = self.start({"limits": {"max_connections": n + 1000, "max_queue_wait": "0s",
+                                     "queue_target": "0s"},
                           "server": {"backlog": 4096},
                           "timeouts": {"keepalive": "120s"},
                           "metrics": {"enabled": True,
