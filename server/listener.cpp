@@ -323,9 +323,11 @@ void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site si
     rt::Processor* p = rt::Processor::current();
     uint64_t rounds = p->rounds();
     // A closed admission gate with nothing left to accept opens after limits.queue_target.
-    const bool gated = site == Site::files && AdmissionGate::is_closed(fd);
-    const rt::TimePoint deadline =
-        gated ? rt::now() + current.peek()->config.queue_target : rt::kNoDeadline;
+    rt::TimePoint deadline = rt::kNoDeadline;
+    if (site == Site::files && AdmissionGate::is_closed(fd)) {
+      CurrentContext::Pin pin(current);  // a reload may retire the context meanwhile
+      deadline = rt::now() + pin.ctx().config.queue_target;
+    }
     int c = io::accept(fd, reinterpret_cast<sockaddr*>(&peer), &len, deadline, &stop);
     // Parked: the processor picked other fibers meanwhile (or this one moved).
     bool parked = rt::Processor::current() != p || p->rounds() != rounds;
