@@ -47,7 +47,9 @@ class ConnectionTest : public ::testing::Test {
       // 503 goes out at once), and a write then must fail with EPIPE, not kill the test
       // (SIGPIPE: seen once in a fresh-clone run).
       const ssize_t w = ::send(fds[1], request.data(), request.size(), MSG_NOSIGNAL);
-      if (!rejected) EXPECT_EQ(w, static_cast<ssize_t>(request.size()));
+      if (!rejected) {
+        EXPECT_EQ(w, static_cast<ssize_t>(request.size()));
+      }
       ::shutdown(fds[1], SHUT_WR);  // no more requests: the server closes after answering
       char buf[4096];
       while (true) {
