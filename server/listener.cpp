@@ -194,19 +194,12 @@ void steer_gate(ServerContext& ctx, int fd) {
 // listen queue past limits.max_queue_wait (its client has likely given up), resets it and
 // returns false: the queue went stale. Either way the admission gate follows the queue.
 bool take(ServerContext& ctx, int fd, int c, const sockaddr_storage& peer, Site site) {
-  const Config& config = ctx.config;
   if (site == Site::metrics) {
     admit(ctx, c, peer, site);
     return true;
   }
-  if (config.max_queue_wait.count() == 0) {
-    admit(ctx, c, peer, site);
-    steer_gate(ctx, fd);
-    return true;
-  }
-  const uint64_t waited = queue_wait_ms(c);
-  const bool stale = config.max_queue_wait.count() != 0 &&
-                     waited > static_cast<uint64_t>(config.max_queue_wait.count());
+  const auto limit = static_cast<uint64_t>(ctx.config.max_queue_wait.count());
+  const bool stale = limit != 0 && queue_wait_ms(c) > limit;  // "0s": never read the wait
   if (stale) {
     shed(c);
     if (ctx.metrics) ctx.metrics->on_shed_connection(ServerContext::shard());
@@ -263,9 +256,7 @@ PausedListeners& paused_listeners() {
 }
 
 void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
-  tcp_info ti{};
-  // On a listener, tcpi_unacked is its accept queue's length: what the kernel is about to reset.
-  unsigned queued = read_tcp_info(fd, ti) ? ti.tcpi_unacked : 0;
+  unsigned queued = accept_queue_length(fd);  // what the kernel is about to reset
   if (!paused_listeners().claim(fd, rt::now(), ctx.config.max_queue_wait)) return;
   if (::shutdown(fd, SHUT_RD) != 0) {
     paused_listeners().release(fd, {});

@@ -133,9 +133,6 @@ class CurrentContext {
   /// limits.max_queue_wait). Call on a fiber.
   ServerContext* publish(ServerContext* next);
 
-  /// Returns the current context (a snapshot: pin it to admit a connection).
-  ServerContext* peek() const { return current_.load(); }
-
  private:
   std::atomic<ServerContext*> current_;
 };
