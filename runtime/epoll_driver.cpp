@@ -8,9 +8,11 @@
 // nothing refers to the wait once the fiber runs again. A wait ended by its event leaves the
 // registration in epoll, disarmed by EPOLLONESHOT, and the next wait on that descriptor
 // re-arms it with one EPOLL_CTL_MOD: one system call per wait instead of an ADD and a DEL.
-// File reads and writes, open, statx and close are plain system calls: they block the
-// processor for as long as the kernel takes (page-cache hits are quick). splice is done
-// with SPLICE_F_NONBLOCK; sendfile like splice for sockets.
+// A file read at an offset tries preadv2(RWF_NOWAIT) first, which copies what the page
+// cache holds; one that would wait for the disk goes to the shared FileWorkers pool while
+// the fiber parks. File writes, open, statx and close are plain system calls: they block
+// the processor for as long as the kernel takes. splice is done with SPLICE_F_NONBLOCK;
+// sendfile like splice for sockets.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/file_workers.hpp"
 #include "runtime/io.hpp"
 #include "runtime/io_driver.hpp"
 #include "runtime/scheduler.hpp"
@@ -39,7 +42,10 @@ constexpr uint64_t kWakeTag = ~uint64_t{0};
 
 class EpollDriver final : public IoDriver {
  public:
-  explicit EpollDriver(const IoOptions&) {
+  EpollDriver(const IoOptions& o, std::shared_ptr<FileWorkers> workers)
+      : workers_(std::move(workers)) {
+    if (!workers_) workers_ = std::make_shared<FileWorkers>();
+    workers_->add_capacity(o.iowq_bounded);
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (epfd_ < 0 || wake_fd_ < 0) {
@@ -96,6 +102,10 @@ class EpollDriver final : public IoDriver {
           return ::sendmsg(r.fd, r.args.message.msg, r.args.message.msg_flags | MSG_DONTWAIT);
         });
       case IoOpcode::read:
+        if (r.args.file.offset >= 0) {
+          if (r.token && r.token->cancelled()) return -ECANCELED;
+          return read_file(r.fd, r.args.file);
+        }
         return retry(r, POLLIN, [&] {
           const FileIoArgs& a = r.args.file;
           return a.offset >= 0 ? ::pread(r.fd, a.buf, a.len, a.offset) : ::read(r.fd, a.buf, a.len);
@@ -190,6 +200,20 @@ class EpollDriver final : public IoDriver {
       if (errno != EAGAIN) return -errno;
       int64_t w = current()->wait_ready(fd, events, r.deadline, r.token);
       if (w < 0) return w;
+    }
+  }
+
+  // A read at an offset is a file's (pread fails with ESPIPE on anything else). Pages in
+  // the cache are copied here; the rest waits for the disk on a worker thread.
+  int64_t read_file(int fd, const FileIoArgs& a) {
+    iovec iov{a.buf, a.len};
+    while (true) {
+      ssize_t n = ::preadv2(fd, &iov, 1, a.offset, RWF_NOWAIT);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      // EOPNOTSUPP: the file system cannot say; the worker's read is correct either way.
+      if (errno != EAGAIN && errno != EOPNOTSUPP) return -errno;
+      return workers_->pread(fd, a.buf, a.len, a.offset);
     }
   }
 
@@ -392,13 +416,15 @@ class EpollDriver final : public IoDriver {
   int wake_fd_ = -1;
   std::vector<FdWait> slots_;
   std::vector<uint32_t> free_;
-  std::vector<Reg> reg_;  // by descriptor
+  std::vector<Reg> reg_;                  // by descriptor
+  std::shared_ptr<FileWorkers> workers_;  // shared by every processor's driver
 };
 
 }  // namespace
 
-std::unique_ptr<IoDriver> make_epoll_driver(const IoOptions& options) {
-  return std::make_unique<EpollDriver>(options);
+std::unique_ptr<IoDriver> make_epoll_driver(const IoOptions& options,
+                                            std::shared_ptr<FileWorkers> workers) {
+  return std::make_unique<EpollDriver>(options, std::move(workers));
 }
 
 }  // namespace weft::rt

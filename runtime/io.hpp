@@ -67,6 +67,10 @@ int64_t send_all(int fd, const void* buf, std::size_t len, int flags = 0,
                  uint64_t* sent = nullptr);
 
 /// Reads up to len bytes at offset (-1: the file position); returns the count or -errno.
+/// A read at an offset never blocks the processor on the disk: io_uring reads
+/// asynchronously (the page cache's async reads, else its bounded kernel workers), and epoll
+/// copies cached pages at once (preadv2 RWF_NOWAIT) and hands a read that would wait to its
+/// FileWorkers threads, uninterruptibly (the deadline and token then apply after it).
 int64_t read(int fd, void* buf, std::size_t len, int64_t offset = -1,
              TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
 

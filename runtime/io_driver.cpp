@@ -11,6 +11,7 @@
 #include <liburing.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/file_workers.hpp"
 #include "runtime/scheduler.hpp"
 
 namespace weft::rt {
@@ -172,7 +173,10 @@ DriverFactory make_io_driver_factory(const IoOptions& options) {
   if (use_uring) {
     return [options](unsigned) -> std::unique_ptr<Driver> { return make_io_uring_driver(options); };
   }
-  return [options](unsigned) -> std::unique_ptr<Driver> { return make_epoll_driver(options); };
+  auto workers = std::make_shared<FileWorkers>();  // one pool for every processor
+  return [options, workers](unsigned) -> std::unique_ptr<Driver> {
+    return make_epoll_driver(options, workers);
+  };
 }
 
 }  // namespace weft::rt

@@ -34,6 +34,7 @@ struct statx;
 
 namespace weft::rt {
 
+class FileWorkers;
 class IoDriver;
 class ReadyWait;
 
@@ -46,7 +47,9 @@ struct IoOptions {
   // runtime always use the eventfd). See docs/benchmarks.md for the measurement.
   WakeMethod wake = WakeMethod::eventfd;
   unsigned ring_entries = 1024;
-  unsigned iowq_bounded = 4;  // IORING_REGISTER_IOWQ_MAX_WORKERS, per ring
+  // IORING_REGISTER_IOWQ_MAX_WORKERS, per ring; for epoll, each processor's share of the
+  // FileWorkers threads.
+  unsigned iowq_bounded = 4;
   unsigned iowq_unbounded = 4;
 };
 
@@ -312,7 +315,10 @@ DriverFactory make_io_driver_factory(const IoOptions& options);
 /// Makes an io_uring driver (the ring itself is set up on the owner thread, in attach()).
 std::unique_ptr<IoDriver> make_io_uring_driver(const IoOptions& options);
 
-/// Makes an epoll driver.
-std::unique_ptr<IoDriver> make_epoll_driver(const IoOptions& options);
+/// Makes an epoll driver whose file reads that would block go to `workers` (shared by the
+/// drivers of one runtime; null: a pool of its own), raising its capacity by
+/// options.iowq_bounded threads.
+std::unique_ptr<IoDriver> make_epoll_driver(const IoOptions& options,
+                                            std::shared_ptr<FileWorkers> workers = nullptr);
 
 }  // namespace weft::rt

@@ -289,8 +289,11 @@ const std::vector<Field>& schema() {
       {"io", "iowq_unbounded", integer(&Config::iowq_unbounded, 1, 4096)},
       {"io", "ring_entries", integer(&Config::ring_entries, 64, 32768)},
       {"io", "body",
-       choice(&Config::body, {{"splice", BodyPath::splice}, {"sendfile", BodyPath::sendfile}})},
+       choice(&Config::body, {{"auto", BodyPath::automatic},
+                              {"splice", BodyPath::splice},
+                              {"sendfile", BodyPath::sendfile}})},
       {"io", "pipe_size", size(&Config::pipe_size, 4096, 1024 * 1024)},
+      {"io", "cold_read_size", size(&Config::cold_read_size, 4096, 16 * 1024 * 1024)},
 
       {"limits", "max_header_bytes", size(&Config::max_header_bytes, 1024, 1024 * 1024)},
       {"limits", "max_uri_bytes", size(&Config::max_uri_bytes, 256, 1024 * 1024)},

@@ -34,7 +34,7 @@ struct ListenAddress {
 std::optional<ListenAddress> parse_listen_address(std::string_view text);
 
 using IoBackend = rt::IoBackendKind;  // io.backend
-enum class BodyPath { splice, sendfile };
+enum class BodyPath { automatic, splice, sendfile };
 enum class SymlinkPolicy { follow, inside_root, deny };
 enum class AccessLogFormat { combined, json };
 enum class Revalidation { statx, inotify };
@@ -82,8 +82,9 @@ struct Config {
   unsigned iowq_bounded = 4;
   unsigned iowq_unbounded = 4;
   unsigned ring_entries = 1024;
-  BodyPath body = BodyPath::sendfile;
+  BodyPath body = BodyPath::automatic;
   std::size_t pipe_size = 64 * 1024;
+  std::size_t cold_read_size = 128 * 1024;
 
   // [limits]
   std::size_t max_header_bytes = 8 * 1024;

@@ -53,10 +53,17 @@ constexpr Family kFdHits{"weft_fd_cache_hits_total", "counter",
                          "File lookups answered by the fd cache."};
 constexpr Family kFdMisses{"weft_fd_cache_misses_total", "counter",
                            "File lookups the fd cache had to open or stat."};
+constexpr Family kBodyRanges{"weft_body_ranges_total", "counter",
+                             "File body ranges sent by io.body = \"auto\", by path: "
+                             "path=\"resident\" (in the page cache: sendfile, inline) or "
+                             "path=\"cold\" (read through the I/O driver, then sent)."};
+constexpr Family kColdBytes{"weft_body_cold_bytes_total", "counter",
+                            "Bytes of file bodies read through the cold path (not in the page "
+                            "cache when their range was sent)."};
 
-constexpr std::array<const Family*, 10> kFamilies = {
-    &kRequests, &kResponseBytes, &kConnectionsOpen, &kConnections, &kRejected,
-    &kShed,     &kPauses,        &kGateCloses,      &kFdHits,      &kFdMisses};
+constexpr std::array<const Family*, 12> kFamilies = {
+    &kRequests, &kResponseBytes, &kConnectionsOpen, &kConnections, &kRejected,   &kShed,
+    &kPauses,   &kGateCloses,    &kFdHits,          &kFdMisses,    &kBodyRanges, &kColdBytes};
 
 bool is_metric_name(std::string_view name) {
   const auto first = [](char c) {
@@ -153,6 +160,12 @@ void Metrics::on_gate_close(unsigned index) {
   shard(index).gate_closes.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Metrics::on_body_range(unsigned index, bool resident, uint64_t cold_bytes) {
+  Shard& s = shard(index);
+  (resident ? s.body_resident : s.body_cold).fetch_add(1, std::memory_order_relaxed);
+  if (cold_bytes > 0) s.body_cold_bytes.fetch_add(cold_bytes, std::memory_order_relaxed);
+}
+
 void Metrics::add_gauge(std::string name, std::string help, std::function<double()> read) {
   if (!is_metric_name(name))
     throw std::invalid_argument(fmt::format("'{}' is not a valid metric name", name));
@@ -167,7 +180,7 @@ void Metrics::add_gauge(std::string name, std::string help, std::function<double
 std::string Metrics::render() const {
   std::array<uint64_t, kCodes> requests{};
   uint64_t bytes = 0, opened = 0, closed = 0, rejected = 0, shed = 0, pauses = 0, gates = 0,
-           hits = 0, misses = 0;
+           hits = 0, misses = 0, resident = 0, cold = 0, cold_bytes = 0;
   for (unsigned i = 0; i < count_; ++i) {
     const Shard& s = shards_[i];
     for (std::size_t c = 0; c < kCodes; ++c)
@@ -181,6 +194,9 @@ std::string Metrics::render() const {
     gates += s.gate_closes.load(std::memory_order_relaxed);
     hits += s.fd_cache_hits.load(std::memory_order_relaxed);
     misses += s.fd_cache_misses.load(std::memory_order_relaxed);
+    resident += s.body_resident.load(std::memory_order_relaxed);
+    cold += s.body_cold.load(std::memory_order_relaxed);
+    cold_bytes += s.body_cold_bytes.load(std::memory_order_relaxed);
   }
 
   std::string out;
@@ -206,6 +222,11 @@ std::string Metrics::render() const {
   append_sample(out, kGateCloses, gates);
   append_sample(out, kFdHits, hits);
   append_sample(out, kFdMisses, misses);
+  append_head(out, kBodyRanges.name, kBodyRanges.type, kBodyRanges.help);
+  fmt::format_to(std::back_inserter(out),
+                 "{0}{{path=\"resident\"}} {1}\n{0}{{path=\"cold\"}} {2}\n", kBodyRanges.name,
+                 resident, cold);
+  append_sample(out, kColdBytes, cold_bytes);
 
   std::lock_guard lock(gauges_mutex_);
   for (const Gauge& g : gauges_) {

@@ -26,6 +26,8 @@
 //   weft_listen_pauses_total          counter, times an acceptor stopped listening under overload
 //   weft_admission_gate_closes_total  counter, times a listener stopped taking new handshakes
 //   weft_fd_cache_hits_total, weft_fd_cache_misses_total   counters
+//   weft_body_ranges_total{path="resident"|"cold"}  counter, ranges io.body = "auto" sent
+//   weft_body_cold_bytes_total        counter, bytes it read through the I/O driver
 //   then each gauge registered with add_gauge(), in registration order.
 #pragma once
 
@@ -74,6 +76,10 @@ class Metrics {
   /// Counts one closing of a listener's admission gate (limits.queue_target).
   void on_gate_close(unsigned shard);
 
+  /// Counts one file body range sent by io.body = "auto": resident (sendfile inline) or
+  /// cold, with the bytes it read.
+  void on_body_range(unsigned shard, bool resident, uint64_t cold_bytes);
+
   /// Adds a gauge family `name` read by calling `read` at each render(); throws
   /// std::invalid_argument when `name` is not a valid metric name or is already taken.
   void add_gauge(std::string name, std::string help, std::function<double()> read);
@@ -99,6 +105,9 @@ class Metrics {
     std::atomic<uint64_t> gate_closes{0};
     std::atomic<uint64_t> fd_cache_hits{0};
     std::atomic<uint64_t> fd_cache_misses{0};
+    std::atomic<uint64_t> body_resident{0};
+    std::atomic<uint64_t> body_cold{0};
+    std::atomic<uint64_t> body_cold_bytes{0};
   };
 
   struct Gauge {

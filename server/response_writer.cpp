@@ -11,7 +11,9 @@
 #include "runtime/io.hpp"
 #include "server/http_date.hpp"
 #include "server/log_throttle.hpp"
+#include "server/metrics.hpp"
 #include "server/multipart.hpp"
+#include "server/page_cache.hpp"
 #include "server/status.hpp"
 
 namespace weft::http {
@@ -289,8 +291,53 @@ bool ResponseWriter::send_bytes(iovec* iov, int count, int flags, uint64_t* sent
 
 bool ResponseWriter::send_file_body(const FileEntry& file, uint64_t offset, uint64_t length,
                                     bool more, uint64_t* sent) {
-  return ctx_.config.body == BodyPath::splice ? send_with_splice(file, offset, length, more, sent)
-                                              : send_with_sendfile(file, offset, length, sent);
+  switch (ctx_.config.body) {
+    case BodyPath::splice:
+      return send_with_splice(file, offset, length, more, sent);
+    case BodyPath::sendfile:
+      return send_with_sendfile(file, offset, length, sent);
+    case BodyPath::automatic:
+      break;
+  }
+  // Range by range, so that a file partly cached goes inline where it can; each range is
+  // asked about just before it is sent (the kernel's readahead of the previous one may have
+  // brought it in).
+  while (length > 0) {
+    const uint64_t n = std::min(length, kResidencyRange);
+    const bool resident = range_resident(file.fd, offset, n);
+    if (ctx_.metrics)
+      ctx_.metrics->on_body_range(ServerContext::shard(), resident, resident ? 0 : n);
+    bool ok = resident ? send_with_sendfile(file, offset, n, sent)
+                       : send_by_reading(file, offset, n, more || n < length, sent);
+    if (!ok) return false;
+    offset += n;
+    length -= n;
+  }
+  return true;
+}
+
+bool ResponseWriter::send_by_reading(const FileEntry& file, uint64_t offset, uint64_t length,
+                                     bool more, uint64_t* sent) {
+  ResourcePool& pool = ctx_.pool();
+  std::unique_ptr<char[]> buf = pool.take_buffer();
+  const uint64_t size = ctx_.config.cold_read_size;
+  bool ok = true;
+  while (ok && length > 0) {
+    // The driver parks this fiber while the disk works; its processor runs the others.
+    int64_t n = io::read(file.fd, buf.get(), std::min(length, size), static_cast<int64_t>(offset),
+                         send_deadline(), &token_);
+    if (n <= 0) {
+      on_body_error(file, n);  // 0: the file shrank under us
+      ok = false;
+      break;
+    }
+    offset += static_cast<uint64_t>(n);
+    length -= static_cast<uint64_t>(n);
+    ok =
+        send_bytes(buf.get(), static_cast<std::size_t>(n), length > 0 || more ? MSG_MORE : 0, sent);
+  }
+  pool.give_buffer(std::move(buf));
+  return ok;
 }
 
 void ResponseWriter::on_body_error(const FileEntry& file, int64_t result) {

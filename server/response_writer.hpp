@@ -3,11 +3,12 @@
 // It builds every response head (build_head: one place for the status line, the common
 // fields and each kind's own), queues heads and small bodies in the connection's arena and
 // sends them together (one sendmsg for a pipelined batch), and streams large bodies with
-// sendfile or splice, and multipart/byteranges bodies as their framing text between the
-// parts' slices (each sent as a single range's would be). Every response is an Outgoing record from
-// when it is queued until its bytes are out; then, or when sending fails, the writer hands it to
-// its owner's Finish callback with the body bytes the client was actually sent. That callback is
-// the only place that counts a request and logs it.
+// sendfile or splice (io.body), or, by default, range by range: sendfile for what the page
+// cache holds, reads through the I/O driver for the rest (page_cache.hpp), and multipart/byteranges
+// bodies as their framing text between the parts' slices (each sent as a single range's would be).
+// Every response is an Outgoing record from when it is queued until its bytes are out; then, or
+// when sending fails, the writer hands it to its owner's Finish callback with the body bytes the
+// client was actually sent. That callback is the only place that counts a request and logs it.
 //
 // Timeouts: any send that makes no progress for timeouts.send fails, and the connection is
 // broken from then on (broken()): nothing more is sent on it.
@@ -71,6 +72,10 @@ class ResponseWriter {
   // A body copied into the arena behind its head when it is at most this long: one
   // contiguous slice, one plain send.
   static constexpr std::size_t kCopyBodyMax = 1024;
+  // io.body = "auto" asks the page cache about a file body this much at a time: one probe
+  // per megabyte is noise beside sending it, and a range is small enough that a partly
+  // cached file mostly goes inline.
+  static constexpr uint64_t kResidencyRange = 1024 * 1024;
 
   static void error_fields(HeadBuffer& h, int status);
   bool queue(const Outgoing& o, std::string_view head, const char* body, FileRef hold);
@@ -90,6 +95,10 @@ class ResponseWriter {
   bool send_file_body(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
                       uint64_t* sent);
   bool send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
+  // Reads the range into a pooled buffer through the I/O driver, piece by piece, sending
+  // each piece; for ranges that are not in the page cache.
+  bool send_by_reading(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
+                       uint64_t* sent);
   bool send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
                         uint64_t* sent);
   void on_body_error(const FileEntry& file, int64_t result);

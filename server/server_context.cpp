@@ -48,10 +48,37 @@ void ResourcePool::give_work(ConnectionWork* w) {
   work_.push_back(w);
 }
 
-std::size_t ResourcePool::trim(std::size_t keep) {
-  std::vector<ConnectionWork*> unused;
+std::unique_ptr<char[]> ResourcePool::take_buffer() {
   {
     std::lock_guard g(mu_);
+    if (!buffers_.empty()) {
+      std::unique_ptr<char[]> b = std::move(buffers_.back());
+      buffers_.pop_back();
+      buffers_low_ = std::min(buffers_low_, buffers_.size());
+      return b;
+    }
+  }
+  // Uninitialised: its pages are first touched by the read that fills them.
+  return std::unique_ptr<char[]>(new char[config_.cold_read_size]);
+}
+
+void ResourcePool::give_buffer(std::unique_ptr<char[]> b) {
+  std::lock_guard g(mu_);
+  if (buffers_.size() < kMaxPooledBuffers) buffers_.push_back(std::move(b));
+}
+
+std::size_t ResourcePool::trim(std::size_t keep) {
+  std::vector<ConnectionWork*> unused;
+  std::vector<std::unique_ptr<char[]>> unused_buffers;
+  {
+    std::lock_guard g(mu_);
+    const std::size_t idle_buffers = std::min(buffers_low_, buffers_.size());
+    const std::size_t drop = idle_buffers > kKeepBuffers ? idle_buffers - kKeepBuffers : 0;
+    for (std::size_t i = 0; i < drop; ++i) {  // the oldest: take_buffer() takes from the back
+      unused_buffers.push_back(std::move(buffers_[i]));
+    }
+    buffers_.erase(buffers_.begin(), buffers_.begin() + static_cast<std::ptrdiff_t>(drop));
+    buffers_low_ = buffers_.size();
     const std::size_t idle = std::min(work_low_, work_.size());
     const std::size_t n = idle > keep ? idle - keep : 0;
     unused.assign(work_.begin(), work_.begin() + static_cast<std::ptrdiff_t>(n));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,9 +29,10 @@ class AccessLog;
 class Metrics;
 class Connection;
 
-/// Pooled per-processor resources: connection working state and splice pipes. Touching fresh
-/// memory costs ~15 us a page here, so they are reused; trim() frees, after a burst, the
-/// working states that stayed unused for a whole period (see StackPool::trim).
+/// Pooled per-processor resources: connection working state, splice pipes and the cold
+/// path's read buffers. Touching fresh memory costs ~15 us a page here, so they are reused;
+/// trim() frees, after a burst, the working states and buffers that stayed unused for a
+/// whole period (see StackPool::trim).
 class ResourcePool {
  public:
   ResourcePool(const Config& config, std::size_t read_capacity, std::size_t pipe_size);
@@ -46,9 +48,14 @@ class ResourcePool {
   std::pair<int, int> take_pipe();
   /// Gives back a pipe; `clean` says it is empty (else it is closed, not reused).
   void give_pipe(std::pair<int, int> p, bool clean);
+  /// Returns a read buffer of io.cold_read_size bytes (any thread).
+  std::unique_ptr<char[]> take_buffer();
+  /// Gives a read buffer back (any thread).
+  void give_buffer(std::unique_ptr<char[]> b);
 
   /// Frees the pooled working states unused since the previous call (the pool's low-water
-  /// mark), keeping at least `keep`; returns how many were freed.
+  /// mark), keeping at least `keep`, and the read buffers likewise, keeping kKeepBuffers;
+  /// returns how many working states were freed.
   std::size_t trim(std::size_t keep);
 
  private:
@@ -62,6 +69,11 @@ class ResourcePool {
   std::vector<ConnectionWork*> work_;  // oldest first: take_work() takes from the back
   std::size_t work_low_ = 0;           // fewest work_ held since the last trim()
   std::vector<std::pair<int, int>> pipes_;
+  // Bounded: a burst of cold reads must not leave many megabytes idle until the next trim.
+  static constexpr std::size_t kMaxPooledBuffers = 32;
+  static constexpr std::size_t kKeepBuffers = 2;
+  std::vector<std::unique_ptr<char[]>> buffers_;
+  std::size_t buffers_low_ = 0;
 };
 
 struct ServerContext {

@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -687,6 +688,74 @@ TEST(IoUring, KernelWorkersStayBounded) {
   EXPECT_GT(loose, bound) << "blocked splices did not reach kernel workers";
   std::printf("kernel workers: max threads %d with bound 2+2 (limit %d), %d with 64+64\n", bounded,
               bound, loose);
+}
+
+// A file of `blocks` blocks of kBlock bytes, block i filled with the byte i & 0xff, whose
+// pages are then dropped from the page cache; returns its fd, or -1 where pages cannot be
+// dropped (a tmpfs keeps them), so the caller skips.
+constexpr std::size_t kBlock = 16 * 1024;
+
+int evicted_file(int blocks) {
+  char path[] = "/var/tmp/weft-io-cold-XXXXXX";  // a disk: /tmp may be a tmpfs
+  int f = mkstemp(path);
+  if (f < 0) return -1;
+  unlink(path);
+  std::string block(kBlock, '\0');
+  for (int i = 0; i < blocks; ++i) {
+    block.assign(kBlock, static_cast<char>(i & 0xff));
+    if (::write(f, block.data(), block.size()) != static_cast<ssize_t>(block.size())) break;
+  }
+  ::fdatasync(f);  // dirty pages are not dropped
+  // A page still in another CPU's LRU batch is skipped by DONTNEED: ask again, a few times.
+  for (int tries = 0; tries < 20; ++tries) {
+    ::posix_fadvise(f, 0, 0, POSIX_FADV_DONTNEED);
+    char c;
+    iovec iov{&c, 1};
+    if (::preadv2(f, &iov, 1, 0, RWF_NOWAIT) != 1) return f;
+    std::this_thread::sleep_for(10ms);
+  }
+  ::close(f);  // still cached: cannot test here
+  return -1;
+}
+
+// Reads of pages that are not cached go through io_uring, or the epoll backend's
+// FileWorkers; either way the threads stay within processors x (bounded + unbounded), and
+// every fiber gets its own bytes.
+TEST_P(IoTest, ColdFileReadsStayBounded) {
+  const int blocks = scaled(2000);
+  int f = evicted_file(blocks);
+  if (f < 0) GTEST_SKIP() << "pages cannot be dropped from the page cache under /var/tmp";
+  int base = count_threads();
+  IoOptions io;
+  io.iowq_bounded = 2;
+  io.iowq_unbounded = 2;
+  std::atomic<int> max_threads{0}, wrong{0};
+  Runtime rt(opts(2, io));
+  rt.run([&] {
+    WaitGroup wg;
+    wg.add(blocks);
+    for (int i = 0; i < blocks; ++i) {
+      spawn([&, i] {
+        auto buf = std::make_unique<char[]>(kBlock);  // fiber stacks are 64 KiB
+        int64_t n = io::read(f, buf.get(), kBlock, static_cast<int64_t>(i) * kBlock);
+        if (n != static_cast<int64_t>(kBlock) ||
+            std::count(buf.get(), buf.get() + kBlock, static_cast<char>(i & 0xff)) != n) {
+          wrong.fetch_add(1);
+        }
+        max_threads = std::max(max_threads.load(), count_threads());
+        wg.done();
+      });
+    }
+    wg.wait();
+  });
+  ::close(f);
+  EXPECT_EQ(wrong.load(), 0);
+  // 2 processors (one is this thread) x (bounded + unbounded), plus a little slack.
+  EXPECT_LE(max_threads.load(), base + 1 + 2 * (2 + 2) + 4);
+  if (GetParam() == IoBackendKind::epoll) {
+    EXPECT_GT(max_threads.load(), base + 1) << "no read reached the file worker threads";
+  }
+  std::printf("cold reads: max threads %d, base %d\n", max_threads.load(), base);
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+#include "runtime/file_workers.hpp"
+
+#include <cerrno>
+
+#include <unistd.h>
+
+#include "runtime/waiter.hpp"
+
+namespace weft::rt {
+
+FileWorkers::~FileWorkers() {
+  {
+    std::lock_guard g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void FileWorkers::add_capacity(unsigned n) {
+  std::lock_guard g(mu_);
+  capacity_ += n;
+}
+
+unsigned FileWorkers::threads() const {
+  std::lock_guard g(mu_);
+  return static_cast<unsigned>(threads_.size());
+}
+
+int64_t FileWorkers::pread(int fd, void* buf, std::size_t len, int64_t offset) {
+  Waiter waiter;
+  Job job{.fd = fd, .buf = buf, .len = len, .offset = offset, .waiter = &waiter};
+  {
+    std::lock_guard g(mu_);
+    if (tail_) {
+      tail_->next = &job;
+    } else {
+      head_ = &job;
+    }
+    tail_ = &job;
+    // A new thread only when none is idle to take the job: a pool that serves cached
+    // files never starts one.
+    if (idle_ == 0 && threads_.size() < capacity_) threads_.emplace_back([this] { work(); });
+  }
+  cv_.notify_one();
+  waiter.wait();
+  return job.result;
+}
+
+void FileWorkers::work() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    ++idle_;
+    cv_.wait(lock, [this] { return head_ || stop_; });
+    --idle_;
+    if (!head_) return;  // stopping, nothing left
+    Job* job = head_;
+    head_ = job->next;
+    if (!head_) tail_ = nullptr;
+    lock.unlock();
+    ssize_t n = ::pread(job->fd, job->buf, job->len, job->offset);
+    job->result = n < 0 ? -errno : n;
+    // After the wake the job (on the fiber's stack) may be gone: touch nothing of it.
+    job->waiter->wake(false);
+    lock.lock();
+  }
+}
+
+}  // namespace weft::rt
