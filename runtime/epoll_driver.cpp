@@ -104,7 +104,7 @@ class EpollDriver final : public IoDriver {
       case IoOpcode::read:
         if (r.args.file.offset >= 0) {
           if (r.token && r.token->cancelled()) return -ECANCELED;
-          return read_file(r.fd, r.args.file);
+          return read_file(r.fd, r.args.file, r.offload);
         }
         return retry(r, POLLIN, [&] {
           const FileIoArgs& a = r.args.file;
@@ -205,7 +205,10 @@ class EpollDriver final : public IoDriver {
 
   // A read at an offset is a file's (pread fails with ESPIPE on anything else). Pages in
   // the cache are copied here; the rest waits for the disk on a worker thread.
-  int64_t read_file(int fd, const FileIoArgs& a) {
+  int64_t read_file(int fd, const FileIoArgs& a, bool offload) {
+    // Known to be cold: even a RWF_NOWAIT try would allocate its pages (and start their
+    // readahead) here.
+    if (offload) return workers_->pread(fd, a.buf, a.len, a.offset);
     iovec iov{a.buf, a.len};
     while (true) {
       ssize_t n = ::preadv2(fd, &iov, 1, a.offset, RWF_NOWAIT);

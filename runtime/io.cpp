@@ -157,6 +157,17 @@ int64_t read(int fd, void* buf, std::size_t len, int64_t offset, TimePoint deadl
   return run(r);
 }
 
+int64_t read_cold(int fd, void* buf, std::size_t len, int64_t offset, TimePoint deadline,
+                  CancelToken* token) {
+  IoRequest r{.op = IoOpcode::read,
+              .fd = fd,
+              .args = {.file = {buf, len, offset}},
+              .deadline = deadline,
+              .token = token,
+              .offload = true};
+  return run(r);
+}
+
 int64_t write(int fd, const void* buf, std::size_t len, int64_t offset, TimePoint deadline,
               CancelToken* token) {
   IoRequest r{.op = IoOpcode::write,

@@ -74,6 +74,13 @@ int64_t send_all(int fd, const void* buf, std::size_t len, int flags = 0,
 int64_t read(int fd, void* buf, std::size_t len, int64_t offset = -1,
              TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
 
+/// Like read() at an offset, for a range known not to be in the page cache: io_uring hands
+/// it straight to a bounded kernel worker (IOSQE_ASYNC) and epoll to its FileWorkers, so the
+/// page allocation, the readahead and any memory-cgroup reclaim for it happen there, not on
+/// the processor. Returns the count or -errno.
+int64_t read_cold(int fd, void* buf, std::size_t len, int64_t offset,
+                  TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
+
 /// Writes up to len bytes at offset (-1: the file position); returns the count or -errno.
 int64_t write(int fd, const void* buf, std::size_t len, int64_t offset = -1,
               TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);

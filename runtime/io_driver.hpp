@@ -169,6 +169,7 @@ struct IoRequest {
   TimePoint deadline = kNoDeadline;
   CancelToken* token = nullptr;
   bool poll_first = false;  // epoll: wait for readiness before the first try (recv_when_ready)
+  bool offload = false;     // a file read for pages not cached: straight to worker threads
 };
 
 /// Returns the descriptor whose readiness `r` waits for when it cannot go on at once: the

@@ -294,6 +294,9 @@ class IoUringDriver final : public IoDriver {
       io_uring_prep_poll_add(sqe, rd.fd, static_cast<unsigned>(rd.events));
     } else {
       prep(sqe, r);
+      // Straight to a bounded kernel worker: an inline try would allocate the pages for
+      // the read (and reclaim for them, in a memory cgroup at its limit) on this thread.
+      if (r.offload) io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
     }
     io_uring_sqe_set_data64(sqe, reinterpret_cast<uint64_t>(&w));
     w.waiter.wait();

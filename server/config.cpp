@@ -294,6 +294,7 @@ const std::vector<Field>& schema() {
                               {"sendfile", BodyPath::sendfile}})},
       {"io", "pipe_size", size(&Config::pipe_size, 4096, 1024 * 1024)},
       {"io", "cold_read_size", size(&Config::cold_read_size, 4096, 16 * 1024 * 1024)},
+      {"io", "cold_offload", boolean(&Config::cold_offload)},
 
       {"limits", "max_header_bytes", size(&Config::max_header_bytes, 1024, 1024 * 1024)},
       {"limits", "max_uri_bytes", size(&Config::max_uri_bytes, 256, 1024 * 1024)},

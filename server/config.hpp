@@ -85,6 +85,7 @@ struct Config {
   BodyPath body = BodyPath::automatic;
   std::size_t pipe_size = 64 * 1024;
   std::size_t cold_read_size = 128 * 1024;
+  bool cold_offload = true;
 
   // [limits]
   std::size_t max_header_bytes = 8 * 1024;

@@ -324,8 +324,11 @@ bool ResponseWriter::send_by_reading(const FileEntry& file, uint64_t offset, uin
   bool ok = true;
   while (ok && length > 0) {
     // The driver parks this fiber while the disk works; its processor runs the others.
-    int64_t n = io::read(file.fd, buf.get(), std::min(length, size), static_cast<int64_t>(offset),
-                         send_deadline(), &token_);
+    const std::size_t want = std::min(length, size);
+    const auto at = static_cast<int64_t>(offset);
+    int64_t n = ctx_.config.cold_offload
+                    ? io::read_cold(file.fd, buf.get(), want, at, send_deadline(), &token_)
+                    : io::read(file.fd, buf.get(), want, at, send_deadline(), &token_);
     if (n <= 0) {
       on_body_error(file, n);  // 0: the file shrank under us
       ok = false;
