@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include "runtime/waiter.hpp"
@@ -48,6 +49,7 @@ int64_t FileWorkers::pread(int fd, void* buf, std::size_t len, int64_t offset) {
 }
 
 void FileWorkers::work() {
+  pthread_setname_np(pthread_self(), "weft-file");  // for ps and top
   std::unique_lock lock(mu_);
   while (true) {
     ++idle_;

@@ -59,15 +59,17 @@ bool page_readable_now(int fd, uint64_t offset) {
 
 bool range_resident(int fd, uint64_t offset, uint64_t length, ResidencyProbe* probe) {
   if (length == 0) return true;
+  const uint64_t last = (offset + length - 1) / kPage * kPage;
   if (g_cachestat.load(std::memory_order_relaxed)) {
     int r = cachestat_resident(fd, offset, length);
     if (r >= 0) {
       if (probe) *probe = ResidencyProbe::cachestat;
-      return r == 1;
+      // cachestat also counts pages whose read is still in flight (readahead fills a range
+      // front to back), and sendfile would wait for those: the last page must be readable.
+      return r == 1 && page_readable_now(fd, last);
     }
   }
   if (probe) *probe = ResidencyProbe::nowait_read;
-  uint64_t last = (offset + length - 1) / kPage * kPage;
   return page_readable_now(fd, offset) && (last <= offset || page_readable_now(fd, last));
 }
 

@@ -11,8 +11,8 @@ charged to the cgroup that reads it, so its files compete for that memory). weft
 client, a thread of this script on the same core, sends GET /hot.txt every 1/--hot-rate
 seconds on one connection and times each reply from its scheduled send.
 
-Servers: weft-auto (io.body = "auto"), weft-auto-inline (the same with io.cold_offload =
-false), weft-sendfile, weft-splice, nginx (sendfile on) and nginx-aio (aio threads, NGINX's
+Servers: weft-auto (io.body = "auto"; -inline: with io.cold_offload = false; -wN: with
+io.iowq_bounded = N), weft-sendfile, weft-splice, nginx (sendfile on) and nginx-aio (aio threads, NGINX's
 thread pool of 32). Writes results.json, results.md (the
 table), plot data and throughput/hot-p99 images (gnuplot) under --out.
 
@@ -164,29 +164,41 @@ http {
 
 class Server:
     def __init__(self, name, a, work, root, group):
-        self.name, self.group = name, group
+        self.name, self.group, self.a, self.root = name, group, a, root
         self.dir = os.path.join(work, name)
         os.makedirs(self.dir, exist_ok=True)
         os.chmod(self.dir, 0o1777)
+        self.cpu = a.server_cpu
+        self.proc = None
+        self.port = None
+        self.argv = []
+
+    def write_config(self):
+        """Writes the configuration for a new free port (one taken since the last run, by
+        a client's ephemeral port say, would refuse the start)."""
+        a, root = self.a, self.root
         self.port = free_port()
-        if name.startswith("weft"):
+        if self.name.startswith("weft"):
             conf = os.path.join(self.dir, "weft.toml")
-            body, _, variant = name.split("-", 1)[1].partition("-")
+            body, *variants = self.name.split("-")[1:]
             text = weft_conf(self.dir, self.port, root, body, a.backend)
-            if variant == "inline":  # cold reads tried on the processor first (A/B)
-                text = text.replace('body = "auto"', 'body = "auto"\ncold_offload = false')
+            for v in variants:  # for A/B runs
+                if v == "inline":  # cold reads tried on the processor first
+                    text = text.replace('body = "auto"', 'body = "auto"\ncold_offload = false')
+                elif v.startswith("w"):  # wN: io.iowq_bounded = N
+                    text = text.replace('[io]\n', '[io]\niowq_bounded = %d\n' % int(v[1:]))
             self.argv = [os.path.join(a.build, "server", "weft"), "-c", conf]
         else:
             conf = os.path.join(self.dir, "nginx.conf")
-            text = nginx_conf(self.dir, self.port, root, name == "nginx-aio")
+            text = nginx_conf(self.dir, self.port, root, self.name == "nginx-aio")
             self.argv = ["/usr/sbin/nginx", "-p", self.dir, "-e", self.dir + "/error.log",
                          "-c", conf]
         with open(conf, "w") as f:
             f.write(text)
-        self.cpu = a.server_cpu
-        self.proc = None
 
     def start(self):
+        self.write_config()
+
         def child():
             self.group.add_self()
             os.sched_setaffinity(0, {self.cpu})
@@ -194,6 +206,8 @@ class Server:
                                      stderr=open(os.path.join(self.dir, "stderr.log"), "ab"))
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
                 return
