@@ -680,7 +680,7 @@ max_requests_per_connection = 1000
 keepalive = "75s"
 shutdown_grace = "1s"
 [io]
-body = "sendfile"
+body = "auto"
 [fd_cache]
 enabled = true
 max_entries = %d

@@ -45,6 +45,9 @@ struct FileEntry {
   std::atomic<bool> checking{false};  // one fiber revalidates at a time
   std::atomic<int64_t> loaded_ns{0};  // monotonic time of the last open/revalidation
   std::atomic<int64_t> used_ns{0};    // monotonic time of the last lookup (for `inactive`)
+  // Monotonic time when the whole file was last found in the page cache (io.body = "auto";
+  // 0: never). Written by any sender, hence mutable: it is a hint, not part of the entry.
+  mutable std::atomic<int64_t> resident_ns{0};
   std::atomic<uint32_t> refs{1};
 
   ~FileEntry();

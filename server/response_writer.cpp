@@ -299,12 +299,23 @@ bool ResponseWriter::send_file_body(const FileEntry& file, uint64_t offset, uint
     case BodyPath::automatic:
       break;
   }
+  // A file found wholly cached a moment ago is still cached: its pages were just used, so
+  // they are the last the kernel would evict. Skipping the question then keeps the cost of
+  // "auto" off hot files (docs/benchmarks.md, "Cold files").
+  const int64_t now = rt::to_ns(rt::coarse_now());
+  if (now - file.resident_ns.load(std::memory_order_relaxed) < kResidentMemoNs) {
+    if (ctx_.metrics) ctx_.metrics->on_body_range(ServerContext::shard(), true, 0);
+    return send_with_sendfile(file, offset, length, sent);
+  }
   // Range by range, so that a file partly cached goes inline where it can; each range is
   // asked about just before it is sent (the kernel's readahead of the previous one may have
   // brought it in).
+  const bool whole = offset == 0 && length == file.size;
+  bool all_resident = true;
   while (length > 0) {
     const uint64_t n = std::min(length, kResidencyRange);
     const bool resident = range_resident(file.fd, offset, n);
+    all_resident = all_resident && resident;
     if (ctx_.metrics)
       ctx_.metrics->on_body_range(ServerContext::shard(), resident, resident ? 0 : n);
     bool ok = resident ? send_with_sendfile(file, offset, n, sent)
@@ -313,6 +324,7 @@ bool ResponseWriter::send_file_body(const FileEntry& file, uint64_t offset, uint
     offset += n;
     length -= n;
   }
+  if (whole && all_resident) file.resident_ns.store(now, std::memory_order_relaxed);
   return true;
 }
 

@@ -76,6 +76,10 @@ class ResponseWriter {
   // per megabyte is noise beside sending it, and a range is small enough that a partly
   // cached file mostly goes inline.
   static constexpr uint64_t kResidencyRange = 1024 * 1024;
+  // How long a file found wholly in the page cache is taken to stay there without asking
+  // again. Evicting pages used this recently would take the whole page cache (or a memory
+  // cgroup's) turning over within this time.
+  static constexpr int64_t kResidentMemoNs = 100'000'000;
 
   static void error_fields(HeadBuffer& h, int status);
   bool queue(const Outgoing& o, std::string_view head, const char* body, FileRef hold);
