@@ -1,8 +1,8 @@
 // eio_shim: an LD_PRELOAD library that makes file reads fail, for weft's fault-injection tests
 // (tests/e2e/server/test_faults.py).
 //
-// It wraps read, pread, readv, preadv, sendfile and splice. A call whose *file* descriptor (the
-// source of sendfile and splice) is a regular file whose path contains WEFT_FAULT_PATH fails
+// It wraps read, pread, readv, preadv, preadv2, sendfile and splice. A call whose *file* descriptor
+// (the source of sendfile and splice) is a regular file whose path contains WEFT_FAULT_PATH fails
 // with WEFT_FAULT_ERRNO, as a failing disk would; every other call goes through untouched. The
 // descriptor is matched by its path at the time of the call (readlink of /proc/self/fd/N), so
 // the shim needs to see no open: that matters because weft opens files with io_uring's
@@ -11,6 +11,10 @@
 // What a preloaded library can reach differs by backend: on the epoll backend every open, read,
 // sendfile and splice is a plain system call; on the io_uring backend reads, splices and opens
 // go through the ring, and only sendfile (which has no io_uring opcode) is a plain call.
+//
+// One call passes untouched: a one-byte preadv2 with RWF_NOWAIT, which is how weft asks
+// whether a page is in the page cache (server/page_cache.cpp), not a read of a body; on a
+// real failing disk a cached page answers it without touching the disk.
 //
 // Environment (unset WEFT_FAULT_PATH: the shim does nothing):
 //   WEFT_FAULT_PATH   substring of the file paths to fail
@@ -37,6 +41,7 @@ typedef ssize_t (*read_fn)(int, void*, size_t);
 typedef ssize_t (*pread_fn)(int, void*, size_t, off_t);
 typedef ssize_t (*readv_fn)(int, const struct iovec*, int);
 typedef ssize_t (*preadv_fn)(int, const struct iovec*, int, off_t);
+typedef ssize_t (*preadv2_fn)(int, const struct iovec*, int, off_t, int);
 typedef ssize_t (*sendfile_fn)(int, int, off_t*, size_t);
 typedef ssize_t (*splice_fn)(int, loff_t*, int, loff_t*, size_t, unsigned);
 
@@ -165,6 +170,25 @@ ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t offset) {
     return -1;
   }
   return real_preadv(fd, iov, cnt, offset);
+}
+
+ssize_t preadv2(int fd, const struct iovec* iov, int cnt, off_t offset, int flags) {
+  static void* cache;
+  preadv2_fn real_preadv2 = (preadv2_fn)next(&cache, "preadv2");
+  size_t len = 0;
+  for (int i = 0; i < cnt; ++i) len += iov[i].iov_len;
+  if ((flags & RWF_NOWAIT) && len == 1) return real_preadv2(fd, iov, cnt, offset, flags);
+  int err;
+  decide("preadv2", fd, offset, 1, 0, &err);
+  if (err) {
+    errno = err;
+    return -1;
+  }
+  return real_preadv2(fd, iov, cnt, offset, flags);
+}
+
+ssize_t preadv64v2(int fd, const struct iovec* iov, int cnt, off_t offset, int flags) {
+  return preadv2(fd, iov, cnt, offset, flags);
 }
 
 ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
