@@ -106,10 +106,7 @@ class EpollDriver final : public IoDriver {
           if (r.token && r.token->cancelled()) return -ECANCELED;
           return read_file(r.fd, r.args.file, r.offload);
         }
-        return retry(r, POLLIN, [&] {
-          const FileIoArgs& a = r.args.file;
-          return a.offset >= 0 ? ::pread(r.fd, a.buf, a.len, a.offset) : ::read(r.fd, a.buf, a.len);
-        });
+        return retry(r, POLLIN, [&] { return ::read(r.fd, r.args.file.buf, r.args.file.len); });
       case IoOpcode::write:
         return retry(r, POLLOUT, [&] {
           const FileIoArgs& a = r.args.file;

@@ -23,11 +23,6 @@ void FileWorkers::add_capacity(unsigned n) {
   capacity_ += n;
 }
 
-unsigned FileWorkers::threads() const {
-  std::lock_guard g(mu_);
-  return static_cast<unsigned>(threads_.size());
-}
-
 int64_t FileWorkers::pread(int fd, void* buf, std::size_t len, int64_t offset) {
   Waiter waiter;
   Job job{.fd = fd, .buf = buf, .len = len, .offset = offset, .waiter = &waiter};

@@ -9,7 +9,7 @@
 // processor runs other fibers. Threads start on demand, never more than the capacity (the
 // sum of what each driver added), and stay until the pool is destroyed.
 //
-// Threads: pread() from any fiber; add_capacity() and threads() from any thread.
+// Threads: pread() from any fiber; add_capacity() from any thread.
 #pragma once
 
 #include <condition_variable>
@@ -40,9 +40,6 @@ class FileWorkers {
   /// count or -errno.
   int64_t pread(int fd, void* buf, std::size_t len, int64_t offset);
 
-  /// Returns how many threads have been started.
-  unsigned threads() const;
-
  private:
   struct Job {
     int fd;
@@ -56,7 +53,7 @@ class FileWorkers {
 
   void work();
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   Job* head_ = nullptr;  // FIFO: oldest first
   Job* tail_ = nullptr;

@@ -250,10 +250,12 @@ Rule log_level() {
   return {apply, [](const Config& c) { return toml_quoted(c.log_level); }};
 }
 
-// The schema: every key weft knows. Keep in step with conf/weft.toml, which documents each.
-const std::vector<Field>& schema() {
-  constexpr int64_t kMaxInt = 1 << 30;
-  static const std::vector<Field> fields = {
+// The schema is one table of every key weft knows, kept in step with conf/weft.toml (which
+// documents each); it is built from three parts only to keep each function short.
+
+// [server], [runtime] and [io].
+std::vector<Field> process_fields() {
+  return {
       {"server", "listen", listen_list()},
       {"server", "root", path(&Config::root)},
       {"server", "index", string_list(&Config::index)},
@@ -295,7 +297,13 @@ const std::vector<Field>& schema() {
       {"io", "pipe_size", size(&Config::pipe_size, 4096, 1024 * 1024)},
       {"io", "cold_read_size", size(&Config::cold_read_size, 4096, 16 * 1024 * 1024)},
       {"io", "cold_offload", boolean(&Config::cold_offload)},
+  };
+}
 
+// [limits] and [timeouts].
+std::vector<Field> limit_fields() {
+  constexpr int64_t kMaxInt = 1 << 30;
+  return {
       {"limits", "max_header_bytes", size(&Config::max_header_bytes, 1024, 1024 * 1024)},
       {"limits", "max_uri_bytes", size(&Config::max_uri_bytes, 256, 1024 * 1024)},
       {"limits", "max_headers", integer(&Config::max_headers, 1, 10000)},
@@ -319,7 +327,12 @@ const std::vector<Field>& schema() {
       {"timeouts", "linger", duration(&Config::timeouts_linger, Millis{0}, Millis{60'000})},
       {"timeouts", "active_wait",
        duration(&Config::timeouts_active_wait, Millis{0}, Millis{60'000})},
+  };
+}
 
+// [fd_cache], [log] and [metrics].
+std::vector<Field> cache_and_log_fields() {
+  return {
       {"fd_cache", "enabled", boolean(&Config::fd_cache)},
       {"fd_cache", "max_entries", integer(&Config::fd_cache_max_entries, 1, 10'000'000)},
       {"fd_cache", "max_bytes", size(&Config::fd_cache_max_bytes, 0, std::size_t{1} << 40)},
@@ -342,6 +355,17 @@ const std::vector<Field>& schema() {
       {"metrics", "enabled", boolean(&Config::metrics)},
       {"metrics", "listen", single_listen(&Config::metrics_listen)},
   };
+}
+
+// The schema, in the order -T prints it.
+const std::vector<Field>& schema() {
+  static const std::vector<Field> fields = [] {
+    std::vector<Field> all = process_fields();
+    for (std::vector<Field> part : {limit_fields(), cache_and_log_fields()}) {
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+  }();
   return fields;
 }
 

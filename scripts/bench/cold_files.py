@@ -12,9 +12,9 @@ client, a thread of this script on the same core, sends GET /hot.txt every 1/--h
 seconds on one connection and times each reply from its scheduled send.
 
 Servers: weft-auto (io.body = "auto"; -inline: with io.cold_offload = false; -wN: with
-io.iowq_bounded = N), weft-sendfile, weft-splice, nginx (sendfile on) and nginx-aio (aio threads, NGINX's
-thread pool of 32). Writes results.json, results.md (the
-table), plot data and throughput/hot-p99 images (gnuplot) under --out.
+io.iowq_bounded = N), weft-sendfile, weft-splice, nginx (sendfile on) and nginx-aio (aio
+threads, NGINX's thread pool of 32). Writes results.json, results.md (the table), plot data
+and throughput/hot-p99 images (gnuplot) under --out.
 
 Needs root (drop_caches, cgroups). Example:
   sudo scripts/bench/cold_files.py --rates 800,1500,3000 --duration 8 --out /tmp/cold
@@ -233,7 +233,6 @@ class HotClient(threading.Thread):
         self.port, self.gap = port, 1.0 / rate
         self.count_from = time.monotonic() + warmup
         self.latencies, self.errors = [], 0
-        self.stop_at = None
         self.done = threading.Event()
 
     def run(self):

@@ -179,10 +179,14 @@ ssize_t preadv2(int fd, const struct iovec* iov, int cnt, off_t offset, int flag
   for (int i = 0; i < cnt; ++i) len += iov[i].iov_len;
   if ((flags & RWF_NOWAIT) && len == 1) return real_preadv2(fd, iov, cnt, offset, flags);
   int err;
-  decide("preadv2", fd, offset, 1, 0, &err);
+  size_t n = decide("preadv2", fd, offset, len, 0, &err);
   if (err) {
     errno = err;
     return -1;
+  }
+  if (n < len && cnt == 1) {  // WEFT_FAULT_AFTER: end the read there, as pread does
+    struct iovec shorter = {iov[0].iov_base, n};
+    return real_preadv2(fd, &shorter, 1, offset, flags);
   }
   return real_preadv2(fd, iov, cnt, offset, flags);
 }

@@ -18,28 +18,10 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from weft_harness import metric, per_backend, free_port  # noqa: E402
+from weft_harness import drop_pages, free_port, metric, per_backend  # noqa: E402
 
 MIB = 1024 * 1024
 COLD = 'weft_body_ranges_total{path="cold"}'
-
-
-def drop_pages(path, tries=20):
-    """Drops `path`'s pages from the page cache; returns whether they are gone (a tmpfs keeps
-    them). A page in another CPU's LRU batch is skipped by DONTNEED, so it asks again."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-        for _ in range(tries):
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            try:
-                os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT)
-            except BlockingIOError:
-                return True
-            time.sleep(0.01)
-        return False
-    finally:
-        os.close(fd)
 
 
 def write_random(path, size):
