@@ -1507,7 +1507,7 @@ def plot(a, out, rows, names, conditions):
         ("p99", "p99 latency from schedule [ms] (log)", "set logscale y", series(5)),
     ]
     with open(os.path.join(out, "plots.gp"), "w") as f:
-        f.write("\n".join(gnuplot_script(charts, title)) + "\n")
+        f.write("\n".join(gnuplot_script(charts, title) + overload_script(charts, title)) + "\n")
     if not shutil.which("gnuplot"):
         log("gnuplot is not installed: wrote the data and %s/plots.gp, no images" % out)
         return []
@@ -1518,14 +1518,19 @@ def plot(a, out, rows, names, conditions):
     return sorted(f for f in os.listdir(out) if f.endswith((".png", ".svg")))
 
 
-def gnuplot_script(charts, title):
-    """The lines of a gnuplot script drawing `charts` as PNG and SVG."""
+def png_terminal(height):
+    """gnuplot's PNG terminal line, 960 wide and `height` high: pngcairo where it exists."""
     have_pngcairo = False
     if shutil.which("gnuplot"):
         t = subprocess.run(["gnuplot", "-e", "set terminal"], capture_output=True, text=True)
         have_pngcairo = "pngcairo" in (t.stdout + t.stderr)
-    png = ("set terminal pngcairo size 960,600 font 'sans,10'" if have_pngcairo
-           else "set terminal png size 960,600")
+    return ("set terminal pngcairo size 960,%d font 'sans,10'" % height if have_pngcairo
+            else "set terminal png size 960,%d" % height)
+
+
+def gnuplot_script(charts, title):
+    """The lines of a gnuplot script drawing `charts` as PNG and SVG."""
+    png = png_terminal(600)
     heading = {"throughput": "Throughput vs offered rate", "errors": "Error rate vs offered rate",
                "p99": "p99 latency vs offered rate"}
     script = []
@@ -1537,6 +1542,26 @@ def gnuplot_script(charts, title):
                        "set title \"%s\\n%s\" noenhanced" % (heading[name], title),
                        "set xlabel 'offered rate [sessions/s]'", "set ylabel '%s'" % ylabel,
                        "set yrange [*:*]", extra, "plot " + plots, "unset output"]
+    return script
+
+
+def overload_script(charts, title):
+    """The lines of a gnuplot script drawing the throughput and error charts of `charts` as
+    one figure, one above the other on a shared offered-rate axis (overload.png and .svg), as
+    the Cforall thesis shows its webserver against NGINX: goodput and errors read together."""
+    by_name = {c[0]: c for c in charts}
+    png = png_terminal(900)
+    script = []
+    for term, ext in ((png, "png"), ("set terminal svg size 960,900 dynamic font 'sans,11'",
+                                     "svg")):
+        script += [term, "set output 'overload.%s'" % ext, "unset logscale", "set grid",
+                   "set multiplot layout 2,1 title \"Throughput and errors vs offered rate\\n%s\" "
+                   "noenhanced" % title]
+        for name in ("throughput", "errors"):
+            _, ylabel, extra, plots = by_name[name]
+            script += ["unset title", "set key top left", "set xlabel 'offered rate [sessions/s]'",
+                       "set ylabel '%s'" % ylabel, "set yrange [*:*]", extra, "plot " + plots]
+        script += ["unset multiplot", "unset output"]
     return script
 
 

@@ -74,24 +74,43 @@ bool AdmissionGate::open_locked(int fd, State& s) {
   return true;
 }
 
-int AdmissionGate::steer(int fd, unsigned queued, rt::Duration target, rt::TimePoint now) {
-  std::lock_guard lock(mutex());
-  State& s = states()[fd];
+void AdmissionGate::count_locked(State& s, rt::TimePoint now) {
   ++s.accepts;
   if (s.window_start == rt::TimePoint{}) s.window_start = now;
-  const double window_s = std::chrono::duration<double>(now - s.window_start).count();
   if (now - s.window_start >= kWindow) {
+    const double window_s = std::chrono::duration<double>(now - s.window_start).count();
     const double measured = s.accepts / window_s;
     s.rate = s.rate == 0 ? measured : (s.rate + measured) / 2;  // smoothed over a few windows
     s.window_start = now;
     s.accepts = 0;
   }
+}
+
+int AdmissionGate::decide_locked(int fd, State& s, unsigned queued, rt::Duration target) {
   if (s.rate == 0) return 0;
   const double predicted_s = queued / s.rate;
   const double target_s = std::chrono::duration<double>(target).count();
   if (!s.closed && predicted_s > target_s) return close_locked(fd, s) ? 1 : 0;
   if (s.closed && predicted_s < target_s / 2) return open_locked(fd, s) ? -1 : 0;
   return 0;
+}
+
+int AdmissionGate::steer(int fd, unsigned queued, rt::Duration target, rt::TimePoint now) {
+  std::lock_guard lock(mutex());
+  State& s = states()[fd];
+  count_locked(s, now);
+  return decide_locked(fd, s, queued, target);
+}
+
+int AdmissionGate::steer_sampled(int fd, rt::Duration target, rt::TimePoint now) {
+  std::lock_guard lock(mutex());
+  State& s = states()[fd];
+  count_locked(s, now);
+  if (s.sampled != rt::TimePoint{} && now - s.sampled < kSample) return 0;
+  s.sampled = now;
+  spdlog::info("DBG steer rate {} accepts {} q {}", s.rate, s.accepts, accept_queue_length(fd));
+  // A getsockopt under the mutex: short, and the mutex is only the acceptors' of this process.
+  return decide_locked(fd, s, accept_queue_length(fd), target);
 }
 
 bool AdmissionGate::open(int fd) {

@@ -53,6 +53,16 @@ class AdmissionGate {
   /// A filter that cannot be attached is logged once, and the gate stays open.
   static int steer(int fd, unsigned queued, rt::Duration target, rt::TimePoint now);
 
+  /// How often steer_sampled() reads the queue's length: picked so that the gate costs no
+  /// system call per connection (a getsockopt was two thirds of the io_uring backend's system
+  /// calls per connection under overload) yet reacts within a CPU quota's period.
+  static constexpr rt::Duration kSample = std::chrono::milliseconds(1);
+
+  /// Steers the gate of `fd` like steer() after an accept at `now`, reading the accept
+  /// queue's length (accept_queue_length) at most once per kSample; between reads it counts
+  /// the accept and decides nothing (returns 0).
+  static int steer_sampled(int fd, rt::Duration target, rt::TimePoint now);
+
   /// Opens the gate of `fd` if it is closed (nothing left to accept); true when it did.
   static bool open(int fd);
 
@@ -65,11 +75,14 @@ class AdmissionGate {
  private:
   struct State {
     bool closed = false;
+    rt::TimePoint sampled{};       // when steer_sampled() last read the queue's length
     bool broken = false;           // the filter could not be attached: never close again
     rt::TimePoint window_start{};  // of the current accept count
     unsigned accepts = 0;          // in the current window
     double rate = 0;               // smoothed accepts per second; 0: not measured yet
   };
+  static void count_locked(State& s, rt::TimePoint now);
+  static int decide_locked(int fd, State& s, unsigned queued, rt::Duration target);
   static bool close_locked(int fd, State& s);
   static bool open_locked(int fd, State& s);
   static std::mutex& mutex();

@@ -19,6 +19,7 @@
 #include "server/access_log.hpp"
 #include "server/admission_gate.hpp"
 #include "server/connection.hpp"
+#include "server/log_throttle.hpp"
 #include "server/metrics.hpp"
 #include "server/response_writer.hpp"
 #include "server/status.hpp"
@@ -179,34 +180,61 @@ void admit(ServerContext& ctx, int c, const sockaddr_storage& peer, Site site) {
 
 // Steers listening socket `fd`'s admission gate (limits.queue_target) after an accept: the
 // gate closes when the wait it predicts for a new arrival passes the target (AdmissionGate).
-void steer_gate(ServerContext& ctx, int fd) {
+void steer_gate(ServerContext& ctx, int fd, rt::TimePoint now) {
   const rt::Duration target = ctx.config.queue_target;
   if (target.count() == 0) return;
-  const unsigned queued = accept_queue_length(fd);
-  const int moved = AdmissionGate::steer(fd, queued, target, rt::now());
-  if (moved > 0) {
+  if (AdmissionGate::steer_sampled(fd, target, now) > 0) {
     if (ctx.metrics) ctx.metrics->on_gate_close(ServerContext::shard());
-    spdlog::debug("admission gate closed: {} queued", queued);
+    spdlog::debug("admission gate closed");
   }
 }
+
+}  // namespace
+
+bool WaitBound::may_exceed(rt::TimePoint now, rt::Duration limit) {
+  if (last_ == rt::TimePoint{}) return true;  // nothing known yet
+  bound_ += now - last_;
+  last_ = now;
+  return bound_ > limit;
+}
+
+void WaitBound::measured(rt::TimePoint now, rt::Duration wait) {
+  bound_ = wait;
+  last_ = now;
+}
+
+namespace {
 
 // Takes connection `c`, just accepted on `fd`: serves it (admit()), or, when it waited in the
 // listen queue past limits.max_queue_wait (its client has likely given up), resets it and
 // returns false: the queue went stale. Either way the admission gate follows the queue.
-bool take(ServerContext& ctx, int fd, int c, const sockaddr_storage& peer, Site site) {
+// The wait is read (a getsockopt) only when `bound` cannot rule it out.
+bool take(ServerContext& ctx, int fd, int c, const sockaddr_storage& peer, Site site,
+          WaitBound& bound) {
   if (site == Site::metrics) {
     admit(ctx, c, peer, site);
     return true;
   }
-  const auto limit = static_cast<uint64_t>(ctx.config.max_queue_wait.count());
-  const bool stale = limit != 0 && queue_wait_ms(c) > limit;  // "0s": never read the wait
+  const rt::Duration limit = ctx.config.max_queue_wait;  // "0s": never read the wait
+  const rt::TimePoint now = rt::now();
+  bool stale = false;
+  if (limit.count() != 0 && bound.may_exceed(now, limit)) {
+    const uint64_t waited = queue_wait_ms(c);
+    bound.measured(now, std::chrono::milliseconds(waited));
+    stale = std::chrono::milliseconds(waited) > limit;
+  }
   if (stale) {
     shed(c);
     if (ctx.metrics) ctx.metrics->on_shed_connection(ServerContext::shard());
+    static LogThrottle shed_lines{1};  // a stale queue sheds thousands a second
+    shed_lines.log(spdlog::level::warn,
+                   "overload: reset a connection that waited over limits.max_queue_wait "
+                   "({} ms) in the listen queue",
+                   ctx.config.max_queue_wait.count());
   } else {
     admit(ctx, c, peer, site);
   }
-  steer_gate(ctx, fd);
+  steer_gate(ctx, fd, now);
   return !stale;
 }
 
@@ -290,7 +318,7 @@ void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
 // limits.accept_batch connections this turn (the acceptor's next turn comes only after every
 // fiber queued meanwhile). Errors, EAGAIN included, end the turn; the next io::accept reports
 // any that persists. Returns false when the queue went stale (see take()).
-bool accept_more(ServerContext& ctx, int fd, Site site) {
+bool accept_more(ServerContext& ctx, int fd, Site site, WaitBound& bound) {
   for (unsigned i = 1; i < ctx.config.accept_batch; ++i) {
     // Over the connection limit the rest wait in the kernel's queue: accepting them only
     // to answer 503 and linger would spend the time the open ones need.
@@ -299,7 +327,7 @@ bool accept_more(ServerContext& ctx, int fd, Site site) {
     socklen_t len = sizeof peer;
     int c = ::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c < 0) return true;
-    if (!take(ctx, fd, c, peer, site)) return false;
+    if (!take(ctx, fd, c, peer, site, bound)) return false;
   }
   return true;
 }
@@ -308,6 +336,7 @@ bool accept_more(ServerContext& ctx, int fd, Site site) {
 
 void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site site) {
   auto backoff = std::chrono::milliseconds(1);
+  WaitBound bound;
   while (true) {
     sockaddr_storage peer{};
     socklen_t len = sizeof peer;
@@ -352,8 +381,8 @@ void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site si
     // between changes only the connections accepted after it).
     CurrentContext::Pin pin(current);
     ServerContext& ctx = pin.ctx();
-    bool fresh = take(ctx, fd, c, peer, site);
-    if (fresh) fresh = accept_more(ctx, fd, site);
+    bool fresh = take(ctx, fd, c, peer, site, bound);
+    if (fresh) fresh = accept_more(ctx, fd, site, bound);
     // A stale queue: the gate, closed by take(), lets it drain at no cost per client; without
     // one (limits.queue_target "0s", or no socket filter here), the listener pauses.
     if (!fresh && !AdmissionGate::is_closed(fd)) pause_listening(ctx, fd, stop);

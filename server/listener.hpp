@@ -36,6 +36,29 @@ int open_listener(const ListenAddress& address, int backlog, bool reuseport);
 /// the access log like any answer.
 void refuse(ServerContext& ctx, int fd, const sockaddr_storage& peer);
 
+/// An upper bound on how long the next connection an acceptor takes has waited in its
+/// listen queue, so that the acceptor reads that wait (a getsockopt of TCP_INFO) only when
+/// it could pass limits.max_queue_wait, not once per connection.
+///
+/// Why it holds: the queue is FIFO, so a connection accepted now arrived after the one this
+/// acceptor took before it, and has waited at most that one's wait plus the time between the
+/// two accepts. The bound starts unknown (the first connection is read), is set to the wait
+/// read, and grows by the time between accepts; under overload, where waits near the limit,
+/// every connection is read again, and below it about one per limits.max_queue_wait.
+class WaitBound {
+ public:
+  /// Advances the bound to an accept at `now`; returns whether the wait may exceed `limit`
+  /// (then the caller reads it and calls measured()).
+  bool may_exceed(rt::TimePoint now, rt::Duration limit);
+
+  /// Records `wait`, read for the connection accepted at `now`.
+  void measured(rt::TimePoint now, rt::Duration wait);
+
+ private:
+  rt::Duration bound_{};
+  rt::TimePoint last_{};  // of the previous accept; {}: nothing known yet
+};
+
 /// Accepts connections on `fd` and starts a fiber serving `site` for each, in the context
 /// `current` holds at its accept (reloads swap it), until `stop` is cancelled. Running out of
 /// descriptors backs off (1 ms doubling to 100 ms) instead of spinning. Only the site's listeners

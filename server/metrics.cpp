@@ -46,9 +46,9 @@ constexpr Family kPauses{"weft_listen_pauses_total", "counter",
                          "Times a listener stopped listening because its queue went stale "
                          "(limits.max_queue_wait)."};
 constexpr Family kGateCloses{"weft_admission_gate_closes_total", "counter",
-                             "Times a listener's admission gate closed: a connection had waited "
-                             "past limits.queue_target, so new handshakes were dropped until "
-                             "the queue drained."};
+                             "Times a listener's admission gate closed: the wait predicted for a "
+                             "new connection passed limits.queue_target, so new handshakes "
+                             "were dropped until it fell under half of it."};
 constexpr Family kFdHits{"weft_fd_cache_hits_total", "counter",
                          "File lookups answered by the fd cache."};
 constexpr Family kFdMisses{"weft_fd_cache_misses_total", "counter",

@@ -116,6 +116,25 @@ TEST(AdmissionGate, OpensUnderHalfTheTargetNotBefore) {
   EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
 }
 
+TEST(AdmissionGate, SampledSteeringReadsTheQueueAtMostOncePerSample) {
+  Loopback lo;
+  const auto target = milliseconds(1);
+  EXPECT_EQ(steer_at_rate(lo.listener, 0, target), 0);  // about 1,000 accepts/s measured
+  int a = lo.start_connect();
+  int b = lo.start_connect();
+  while (accept_queue_length(lo.listener) < 2) std::this_thread::sleep_for(milliseconds(1));
+  // Two queued at ~1,000/s predict ~2 ms, past the 1 ms target: the first sample closes.
+  const rt::TimePoint t = rt::now() + AdmissionGate::kWindow;
+  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, t), 1);
+  EXPECT_TRUE(AdmissionGate::open(lo.listener));
+  // Within kSample of that read the queue is not read again: no decision, the gate stays open.
+  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, t + AdmissionGate::kSample / 2), 0);
+  EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
+  // A sample later it is, and the same queue closes the gate again.
+  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, t + AdmissionGate::kSample), 1);
+  for (int fd : {a, b}) ::close(fd);
+}
+
 TEST(AdmissionGate, NoDecisionBeforeARateIsMeasured) {
   Loopback lo;
   // The first window has not ended: however long the queue, the gate stays open.

@@ -42,6 +42,23 @@ void close_all(std::vector<Listener>& ls) {
   for (auto& l : ls) ::close(l.fd);
 }
 
+TEST(WaitBoundTest, ReadsTheWaitOnlyWhenTheBoundPassesTheLimit) {
+  using std::chrono::milliseconds;
+  const rt::Duration limit = milliseconds(1000);
+  const rt::TimePoint t0 = rt::now();
+  WaitBound b;
+  EXPECT_TRUE(b.may_exceed(t0, limit));  // nothing known: read the first connection
+  b.measured(t0, milliseconds(100));
+  // A connection accepted 300 ms later waited at most 100 + 300 ms.
+  EXPECT_FALSE(b.may_exceed(t0 + milliseconds(300), limit));
+  EXPECT_FALSE(b.may_exceed(t0 + milliseconds(900), limit));  // 100 + 900 ms: not over
+  EXPECT_TRUE(b.may_exceed(t0 + milliseconds(901), limit));   // 1,001 ms: read it again
+  b.measured(t0 + milliseconds(901), milliseconds(20));
+  EXPECT_FALSE(b.may_exceed(t0 + milliseconds(1400), limit));  // 20 + 499 ms
+  // A long gap (the acceptor stalled) makes every next connection suspect at once.
+  EXPECT_TRUE(b.may_exceed(t0 + milliseconds(5000), limit));
+}
+
 TEST(ListenerTest, OneReusePortSocketPerCopy) {
   uint16_t port = free_port();
   auto ls = open_listeners({{"127.0.0.1", port, false}}, 16, true, 3);

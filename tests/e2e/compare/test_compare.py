@@ -92,7 +92,7 @@ class CompareQuick(unittest.TestCase):
 
     @unittest.skipUnless(shutil.which("gnuplot"), "gnuplot is not installed")
     def test_plots_are_png_and_svg(self):
-        for name in ("throughput", "errors", "p99"):
+        for name in ("throughput", "errors", "p99", "overload"):
             with open(os.path.join(self.out, name + ".png"), "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", name)
             with open(os.path.join(self.out, name + ".svg")) as f:
