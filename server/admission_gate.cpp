@@ -77,20 +77,31 @@ bool AdmissionGate::open_locked(int fd, State& s) {
 void AdmissionGate::count_locked(State& s, rt::TimePoint now) {
   ++s.accepts;
   if (s.window_start == rt::TimePoint{}) s.window_start = now;
-  if (now - s.window_start >= kWindow) {
+  if (now - s.window_start >= kStaleWindow) {
+    s.rate = 0;  // idle or stopped: unknown until a window of real accepts ends
+  } else if (now - s.window_start >= kWindow) {
     const double window_s = std::chrono::duration<double>(now - s.window_start).count();
     const double measured = s.accepts / window_s;
     s.rate = s.rate == 0 ? measured : (s.rate + measured) / 2;  // smoothed over a few windows
-    s.window_start = now;
-    s.accepts = 0;
+  } else {
+    return;
   }
+  s.window_start = now;
+  s.accepts = 0;
 }
 
-int AdmissionGate::decide_locked(int fd, State& s, unsigned queued, rt::Duration target) {
+int AdmissionGate::decide_locked(int fd, State& s, unsigned queued, rt::Duration target,
+                                 rt::TimePoint now) {
+  if (queued == 0) {
+    s.backlog_since = {};
+  } else if (s.backlog_since == rt::TimePoint{}) {
+    s.backlog_since = now;
+  }
   if (s.rate == 0) return 0;
   const double predicted_s = queued / s.rate;
   const double target_s = std::chrono::duration<double>(target).count();
-  if (!s.closed && predicted_s > target_s) return close_locked(fd, s) ? 1 : 0;
+  const bool standing = queued != 0 && now - s.backlog_since >= kWindow;
+  if (!s.closed && predicted_s > target_s && standing) return close_locked(fd, s) ? 1 : 0;
   if (s.closed && predicted_s < target_s / 2) return open_locked(fd, s) ? -1 : 0;
   return 0;
 }
@@ -99,7 +110,7 @@ int AdmissionGate::steer(int fd, unsigned queued, rt::Duration target, rt::TimeP
   std::lock_guard lock(mutex());
   State& s = states()[fd];
   count_locked(s, now);
-  return decide_locked(fd, s, queued, target);
+  return decide_locked(fd, s, queued, target, now);
 }
 
 int AdmissionGate::steer_sampled(int fd, rt::Duration target, rt::TimePoint now) {
@@ -108,9 +119,8 @@ int AdmissionGate::steer_sampled(int fd, rt::Duration target, rt::TimePoint now)
   count_locked(s, now);
   if (s.sampled != rt::TimePoint{} && now - s.sampled < kSample) return 0;
   s.sampled = now;
-  spdlog::info("DBG steer rate {} accepts {} q {}", s.rate, s.accepts, accept_queue_length(fd));
   // A getsockopt under the mutex: short, and the mutex is only the acceptors' of this process.
-  return decide_locked(fd, s, accept_queue_length(fd), target);
+  return decide_locked(fd, s, accept_queue_length(fd), target, now);
 }
 
 bool AdmissionGate::open(int fd) {

@@ -27,6 +27,15 @@
 // saturation: the first gate, closing on one wait past 100 ms, refused clients at 80% load
 // (docs/benchmarks.md, "Admission gate").
 //
+// Two guards keep a burst on a lightly loaded server from closing the gate. Below
+// saturation the accept rate is only the arrival rate, and after an idle spell it is tiny:
+// a browser's six connections, queued for a millisecond, then predicted seconds of wait, and
+// the gate dropped the SYNs of the next clients to come (a 1 s delay each). So:
+// - a window longer than kStaleWindow says nothing about the service rate (the accepts were
+//   sparse, or the server did not run) and resets the estimate to unknown;
+// - the gate closes only once the queue has stayed non-empty for kWindow (every sample
+//   since saw connections waiting). A burst drains in milliseconds; overload does not.
+//
 // States: open (no filter) -> closed (filter attached) -> open. The acceptors of a socket
 // (one, or one per processor when server.reuseport = false) share its gate; a mutex guards
 // the map, held for a lookup and the state change, never across a park (the setsockopt under
@@ -47,9 +56,14 @@ class AdmissionGate {
   /// a 10 ms CPU quota, short against a client's patience.
   static constexpr rt::Duration kWindow = std::chrono::milliseconds(100);
 
+  /// A window at least this long resets the service rate to unknown: under overload accepts
+  /// come every few milliseconds, so such a window was idle or stopped, not saturated.
+  static constexpr rt::Duration kStaleWindow = 2 * kWindow;
+
   /// Steers the gate of listening socket `fd` after an accept at `now`, with `queued`
-  /// connections still waiting: closes it when queued / service rate > `target`, opens it
-  /// under half of that. Returns +1 when this call closed it, -1 when it opened it, else 0.
+  /// connections still waiting: closes it when queued / service rate > `target` and the
+  /// queue has not been empty for kWindow, opens it under half of that. Returns +1 when this
+  /// call closed it, -1 when it opened it, else 0.
   /// A filter that cannot be attached is logged once, and the gate stays open.
   static int steer(int fd, unsigned queued, rt::Duration target, rt::TimePoint now);
 
@@ -75,14 +89,16 @@ class AdmissionGate {
  private:
   struct State {
     bool closed = false;
-    rt::TimePoint sampled{};       // when steer_sampled() last read the queue's length
-    bool broken = false;           // the filter could not be attached: never close again
-    rt::TimePoint window_start{};  // of the current accept count
-    unsigned accepts = 0;          // in the current window
-    double rate = 0;               // smoothed accepts per second; 0: not measured yet
+    rt::TimePoint sampled{};        // when steer_sampled() last read the queue's length
+    rt::TimePoint backlog_since{};  // first of the decisions since that all saw a queue; {}: none
+    bool broken = false;            // the filter could not be attached: never close again
+    rt::TimePoint window_start{};   // of the current accept count
+    unsigned accepts = 0;           // in the current window
+    double rate = 0;                // smoothed accepts per second; 0: not measured yet
   };
   static void count_locked(State& s, rt::TimePoint now);
-  static int decide_locked(int fd, State& s, unsigned queued, rt::Duration target);
+  static int decide_locked(int fd, State& s, unsigned queued, rt::Duration target,
+                           rt::TimePoint now);
   static bool close_locked(int fd, State& s);
   static bool open_locked(int fd, State& s);
   static std::mutex& mutex();

@@ -383,8 +383,9 @@ void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site si
     ServerContext& ctx = pin.ctx();
     bool fresh = take(ctx, fd, c, peer, site, bound);
     if (fresh) fresh = accept_more(ctx, fd, site, bound);
-    // A stale queue: the gate, closed by take(), lets it drain at no cost per client; without
-    // one (limits.queue_target "0s", or no socket filter here), the listener pauses.
+    // A stale queue behind a closed gate drains by resets as it is taken (the gate already
+    // keeps new clients out). Otherwise (no gate, no socket filter here, or a queue that went
+    // stale before the gate closed, as after a stop) the listener pauses.
     if (!fresh && !AdmissionGate::is_closed(fd)) pause_listening(ctx, fd, stop);
     // One turn per scheduling round on both backends. epoll's accept4 succeeds without
     // parking while the kernel's queue is non-empty, so without this the acceptor would take

@@ -56,11 +56,11 @@ struct Loopback {
   }
 };
 
-// Makes the gate of `fd` measure a service rate of 100 accepts per window (1,000/s), then
-// steers it once more with `queued` waiting; returns what that last call did.
-int steer_at_rate(int fd, unsigned queued, rt::Duration target) {
-  const rt::TimePoint t0 = rt::now();
-  for (int i = 0; i < 100; ++i) AdmissionGate::steer(fd, 0, target, t0);
+// Makes the gate of `fd` measure a service rate of 100 accepts per window (1,000/s) from
+// `t0`, with `queued` connections waiting at every accept (a standing queue when not 0), and
+// steers it once more at t0 + kWindow; returns what that last call did.
+int steer_at_rate(int fd, unsigned queued, rt::Duration target, rt::TimePoint t0 = rt::now()) {
+  for (int i = 0; i < 100; ++i) AdmissionGate::steer(fd, queued, target, t0);
   return AdmissionGate::steer(fd, queued, target, t0 + AdmissionGate::kWindow);
 }
 
@@ -107,31 +107,73 @@ TEST(AdmissionGate, ClosesPastTheTargetAndDropsOnlyNewHandshakes) {
 TEST(AdmissionGate, OpensUnderHalfTheTargetNotBefore) {
   Loopback lo;
   const auto target = milliseconds(500);
-  EXPECT_EQ(steer_at_rate(lo.listener, 0, target), 0);  // nothing queued: stays open
-  const rt::TimePoint t = rt::now() + AdmissionGate::kWindow;
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 600, target, t), 1);  // 600 ms predicted
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 400, target, t), 0);  // 400 ms: still closed
+  const rt::TimePoint t0 = rt::now();
+  EXPECT_EQ(steer_at_rate(lo.listener, 600, target, t0), 1);        // 600 queued: ~600 ms predicted
+  const rt::TimePoint t = t0 + AdmissionGate::kWindow;              // the same window
+  EXPECT_EQ(AdmissionGate::steer(lo.listener, 400, target, t), 0);  // ~400 ms: still closed
   EXPECT_TRUE(AdmissionGate::is_closed(lo.listener));
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 200, target, t), -1);  // 200 ms: opens
+  EXPECT_EQ(AdmissionGate::steer(lo.listener, 200, target, t), -1);  // ~200 ms: opens
+  EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
+}
+
+TEST(AdmissionGate, ClosesOnlyOnAQueueThatStandsForAWindow) {
+  Loopback lo;
+  const auto target = milliseconds(500);
+  const rt::TimePoint t0 = rt::now();
+  EXPECT_EQ(steer_at_rate(lo.listener, 0, target, t0), 0);  // ~1,000/s, nothing queued
+  const rt::TimePoint t = t0 + AdmissionGate::kWindow;
+  // A burst: 600 queued (~600 ms predicted) that drains within the window stays in.
+  EXPECT_EQ(AdmissionGate::steer(lo.listener, 600, target, t), 0);
+  EXPECT_EQ(AdmissionGate::steer(lo.listener, 600, target, t + milliseconds(50)), 0);
+  EXPECT_EQ(AdmissionGate::steer(lo.listener, 0, target, t + milliseconds(60)), 0);
+  EXPECT_EQ(AdmissionGate::steer(lo.listener, 600, target, t + milliseconds(99)), 0);
+  EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
+  // Queued at every look for a whole window since (t + 99 ms): a standing queue, closed.
+  const rt::TimePoint later = t + milliseconds(99) + AdmissionGate::kWindow;
+  EXPECT_EQ(AdmissionGate::steer(lo.listener, 600, target, later), 1);
+}
+
+TEST(AdmissionGate, ABurstAfterAnIdleSpellDoesNotClose) {
+  Loopback lo;
+  const auto target = milliseconds(500);
+  const rt::TimePoint t0 = rt::now();
+  // Sparse traffic: one accept every 50 ms measures 20/s, which is arrivals, not service.
+  for (int i = 0; i <= 20; ++i) {
+    AdmissionGate::steer(lo.listener, 0, target, t0 + i * milliseconds(50));
+  }
+  // An idle second, then a burst: 40 queued would predict 2 s at 20/s, and
+  // far more at the rate an idle window measures. The stale window leaves the rate unknown,
+  // and the burst drains before it stands: nothing closes.
+  const rt::TimePoint burst = t0 + milliseconds(2000);
+  EXPECT_EQ(AdmissionGate::steer(lo.listener, 40, target, burst), 0);
+  EXPECT_EQ(AdmissionGate::steer(lo.listener, 20, target, burst + milliseconds(1)), 0);
+  EXPECT_EQ(AdmissionGate::steer(lo.listener, 0, target, burst + milliseconds(2)), 0);
   EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
 }
 
 TEST(AdmissionGate, SampledSteeringReadsTheQueueAtMostOncePerSample) {
   Loopback lo;
   const auto target = milliseconds(1);
-  EXPECT_EQ(steer_at_rate(lo.listener, 0, target), 0);  // about 1,000 accepts/s measured
+  const rt::TimePoint t0 = rt::now();
+  EXPECT_EQ(steer_at_rate(lo.listener, 0, target, t0), 0);  // about 1,000 accepts/s measured
   int a = lo.start_connect();
   int b = lo.start_connect();
   while (accept_queue_length(lo.listener) < 2) std::this_thread::sleep_for(milliseconds(1));
-  // Two queued at ~1,000/s predict ~2 ms, past the 1 ms target: the first sample closes.
-  const rt::TimePoint t = rt::now() + AdmissionGate::kWindow;
-  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, t), 1);
+  // Two queued at 500-1,000/s predict 2-4 ms, past the 1 ms target. The first sample sees
+  // the queue; within kSample of it nothing is read; a window later it stands, and closes.
+  const rt::TimePoint t = t0 + AdmissionGate::kWindow;
+  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, t), 0);
+  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, t + AdmissionGate::kSample / 2), 0);
+  const rt::TimePoint stands = t + AdmissionGate::kWindow;
+  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, stands), 1);
   EXPECT_TRUE(AdmissionGate::open(lo.listener));
   // Within kSample of that read the queue is not read again: no decision, the gate stays open.
-  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, t + AdmissionGate::kSample / 2), 0);
+  const rt::TimePoint half = stands + AdmissionGate::kSample / 2;
+  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, half), 0);
   EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
   // A sample later it is, and the same queue closes the gate again.
-  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, t + AdmissionGate::kSample), 1);
+  const rt::TimePoint next = stands + AdmissionGate::kSample;
+  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, next), 1);
   for (int fd : {a, b}) ::close(fd);
 }
 

@@ -1,7 +1,6 @@
-"""Overload admission (server/listener.cpp): a listen queue that went stale is reset instead of
-serving clients that waited past limits.max_queue_wait: connection by connection while the
-admission gate (limits.queue_target) keeps new handshakes out, or by pausing the listener
-where the gate is off; with the limit off, the same queue is served in full.
+"""Overload admission (server/listener.cpp): a listen queue that went stale is reset and the
+listener pauses, instead of serving clients that waited past limits.max_queue_wait; with the
+limit off, the same queue is served in full.
 
 A stale queue is made by stopping weft (SIGSTOP) while clients connect and send their
 requests: the kernel completes their handshakes and queues them, and they age in the queue
@@ -85,56 +84,32 @@ def get_when_listening(srv, timeout=10):
             time.sleep(0.01)
 
 
-def check_stale_queue_reset(test, counter, line):
-    """Ages a queue of QUEUED clients past the limit and checks that every one is reset, that
-    a fresh client is served after it, that each reset is counted as shed, that `counter` (how
-    the listener kept new clients out meanwhile) rose, and that the log says `line`."""
-    shed0 = metric(test.metrics_port, "weft_connections_shed_total")
-    counter0 = metric(test.metrics_port, counter)
-    clients = queue_while_stopped(test.srv, QUEUED, 3 * LIMIT_S)
-    outcomes = [outcome(c) for c in clients]
-    test.assertEqual(outcomes, ["reset"] * QUEUED, test.srv.log()[-4000:])
-    test.assertEqual(get_when_listening(test.srv), "HTTP/1.1 200 OK")
-    test.assertEqual(metric(test.metrics_port, "weft_connections_shed_total") - shed0, QUEUED)
-    test.assertGreaterEqual(metric(test.metrics_port, counter) - counter0, 1)
-    test.assertIn(line, test.srv.log())
-
-
-class StaleQueueBehindTheGate:
-    """The default: the first stale connection closes the admission gate (its queue predicts
-    seconds of wait), and the rest of the queue is reset as it is taken."""
+class StaleQueue:
     processors = 1
     metrics_port = free_port()
     settings = {"limits": {"max_queue_wait": "%dms" % (LIMIT_S * 1000)},
                 "metrics": {"enabled": True, "listen": "127.0.0.1:%d" % metrics_port}}
 
     def test_stale_queue_is_reset_then_served_again(self):
-        check_stale_queue_reset(
-            self, "weft_admission_gate_closes_total",
-            "overload: reset a connection that waited over limits.max_queue_wait (200 ms)")
-
-
-class StaleQueue:
-    """No gate (limits.queue_target "0s"): the listener pauses, and the kernel resets the
-    queue."""
-    processors = 1
-    metrics_port = free_port()
-    settings = {"limits": {"max_queue_wait": "%dms" % (LIMIT_S * 1000), "queue_target": "0s"},
-                "metrics": {"enabled": True, "listen": "127.0.0.1:%d" % metrics_port}}
-
-    def test_stale_queue_is_reset_then_served_again(self):
-        check_stale_queue_reset(
-            self, "weft_listen_pauses_total",
-            "overload: a connection waited over limits.max_queue_wait (200 ms)")
+        shed0 = metric(self.metrics_port, "weft_connections_shed_total")
+        pauses0 = metric(self.metrics_port, "weft_listen_pauses_total")
+        clients = queue_while_stopped(self.srv, QUEUED, 3 * LIMIT_S)
+        outcomes = [outcome(c) for c in clients]
+        self.assertEqual(outcomes, ["reset"] * QUEUED, self.srv.log()[-4000:])
+        self.assertEqual(get_when_listening(self.srv), "HTTP/1.1 200 OK")
+        self.assertEqual(metric(self.metrics_port, "weft_connections_shed_total") - shed0, QUEUED)
+        self.assertGreaterEqual(metric(self.metrics_port, "weft_listen_pauses_total") - pauses0, 1)
+        self.assertIn("overload: a connection waited over limits.max_queue_wait (200 ms)",
+                      self.srv.log())
 
 
 class StaleSharedQueue:
-    """Two acceptors on one socket (server.reuseport = false), no gate: one pauses it, and
-    the other waits through the pause (its accept fails with EINVAL meanwhile)."""
+    """Two acceptors on one socket (server.reuseport = false): one pauses it, and the other
+    waits through the pause (its accept fails with EINVAL meanwhile)."""
     processors = 2
     metrics_port = free_port()
     settings = {"server": {"reuseport": False},
-                "limits": {"max_queue_wait": "%dms" % (LIMIT_S * 1000), "queue_target": "0s"},
+                "limits": {"max_queue_wait": "%dms" % (LIMIT_S * 1000)},
                 "metrics": {"enabled": True, "listen": "127.0.0.1:%d" % metrics_port}}
 
     def test_stale_shared_queue_is_reset_then_served_again(self):
@@ -161,8 +136,7 @@ class StaleQueueServedWithoutLimit:
         self.assertEqual(metric(self.metrics_port, "weft_listen_pauses_total"), 0)
 
 
-per_backend(globals(), StaleQueueBehindTheGate, StaleQueue, StaleSharedQueue,
-            StaleQueueServedWithoutLimit)
+per_backend(globals(), StaleQueue, StaleSharedQueue, StaleQueueServedWithoutLimit)
 
 if __name__ == "__main__":
     unittest.main()
