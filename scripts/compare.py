@@ -65,6 +65,7 @@ import contextlib
 import csv
 import datetime
 import errno
+import functools
 import http.client
 import json
 import math
@@ -1518,25 +1519,31 @@ def plot(a, out, rows, names, conditions):
     return sorted(f for f in os.listdir(out) if f.endswith((".png", ".svg")))
 
 
-def png_terminal(height):
-    """gnuplot's PNG terminal line, 960 wide and `height` high: pngcairo where it exists."""
-    have_pngcairo = False
-    if shutil.which("gnuplot"):
-        t = subprocess.run(["gnuplot", "-e", "set terminal"], capture_output=True, text=True)
-        have_pngcairo = "pngcairo" in (t.stdout + t.stderr)
-    return ("set terminal pngcairo size 960,%d font 'sans,10'" % height if have_pngcairo
-            else "set terminal png size 960,%d" % height)
+@functools.lru_cache(maxsize=None)
+def have_pngcairo():
+    """Whether the installed gnuplot has the pngcairo terminal (asked once per run)."""
+    if not shutil.which("gnuplot"):
+        return False
+    t = subprocess.run(["gnuplot", "-e", "set terminal"], capture_output=True, text=True)
+    return "pngcairo" in (t.stdout + t.stderr)
+
+
+def terminals(height):
+    """gnuplot's (PNG, SVG) terminal lines, 960 wide and `height` high: pngcairo where it
+    exists."""
+    png = ("set terminal pngcairo size 960,%d font 'sans,10'" % height if have_pngcairo()
+           else "set terminal png size 960,%d" % height)
+    return png, "set terminal svg size 960,%d dynamic font 'sans,11'" % height
 
 
 def gnuplot_script(charts, title):
     """The lines of a gnuplot script drawing `charts` as PNG and SVG."""
-    png = png_terminal(600)
+    png, svg = terminals(600)
     heading = {"throughput": "Throughput vs offered rate", "errors": "Error rate vs offered rate",
                "p99": "p99 latency vs offered rate"}
     script = []
     for name, ylabel, extra, plots in charts:
-        for term, ext in ((png, "png"), ("set terminal svg size 960,600 dynamic "
-                                         "font 'sans,11'", "svg")):
+        for term, ext in ((png, "png"), (svg, "svg")):
             script += [term, "set output '%s.%s'" % (name, ext), "unset logscale", "set grid",
                        "set key top left",
                        "set title \"%s\\n%s\" noenhanced" % (heading[name], title),
@@ -1550,10 +1557,9 @@ def overload_script(charts, title):
     one figure, one above the other on a shared offered-rate axis (overload.png and .svg), as
     the Cforall thesis shows its webserver against NGINX: goodput and errors read together."""
     by_name = {c[0]: c for c in charts}
-    png = png_terminal(900)
+    png, svg = terminals(900)
     script = []
-    for term, ext in ((png, "png"), ("set terminal svg size 960,900 dynamic font 'sans,11'",
-                                     "svg")):
+    for term, ext in ((png, "png"), (svg, "svg")):
         script += [term, "set output 'overload.%s'" % ext, "unset logscale", "set grid",
                    "set multiplot layout 2,1 title \"Throughput and errors vs offered rate\\n%s\" "
                    "noenhanced" % title]
