@@ -39,6 +39,10 @@ class Driver {
   /// Any thread: wakes the owner from park(), or makes its next park() return at once.
   virtual void unpark() = 0;
 
+  /// Owner thread, when its processor stops: hands the kernel what is still queued (a
+  /// detached close, io::close_detached) without waiting for anything.
+  virtual void flush() {}
+
  protected:
   /// Owner thread, from attach(): the driver's own thread-bound set-up.
   virtual void set_up() {}

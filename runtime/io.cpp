@@ -223,6 +223,16 @@ int close(int fd) {
   return static_cast<int>(run(r));
 }
 
+void close_detached(int fd) {
+  Processor* p = Processor::current();
+  IoDriver* d = p ? p->io_driver() : nullptr;
+  if (d) {
+    d->close_detached(fd);
+  } else {
+    ::close(fd);
+  }
+}
+
 int shutdown(int fd, int how) {
   IoRequest r{.op = IoOpcode::shutdown, .fd = fd, .args = {.shutdown = {how}}};
   return static_cast<int>(run(r));

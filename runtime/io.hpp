@@ -117,6 +117,12 @@ int statx(int dirfd, const char* path, int flags, unsigned mask, struct ::statx*
 /// Closes fd; returns 0 or -errno.
 int close(int fd);
 
+/// Closes fd, which nothing uses any more, without waiting: on io_uring the close goes to
+/// the kernel with the processor's next batch of submissions (no system call of its own); a
+/// failure is dropped, as close(2)'s would be by a caller that cannot act on it. Outside a
+/// fiber of a runtime with an I/O driver it closes at once.
+void close_detached(int fd);
+
 /// Shuts down one or both directions of a socket; returns 0 or -errno.
 int shutdown(int fd, int how);
 

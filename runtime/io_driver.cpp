@@ -10,6 +10,7 @@
 
 #include <liburing.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "runtime/file_workers.hpp"
 #include "runtime/scheduler.hpp"
@@ -52,6 +53,10 @@ void IoWait::end() {
   }
   if (token_next) token_next->token_prev = token_prev;
   token_next = token_prev = nullptr;
+}
+
+void IoDriver::close_detached(int fd) {
+  ::close(fd);
 }
 
 void IoDriver::request_cancel(IoWait* w) {

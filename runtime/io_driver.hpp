@@ -280,6 +280,11 @@ class IoDriver : public Driver {
   virtual int arm_ready(ReadyWait& r, int fd, short events, TimePoint deadline, CancelToken* token,
                         ReadyWait::Callback fn, void* arg) = 0;
 
+  /// Owner thread: closes `fd`, which nothing uses any more, without waiting for the close
+  /// (the io_uring backend submits it with the next batch and posts no completion unless it
+  /// fails); this default closes at once.
+  virtual void close_detached(int fd);
+
   /// Any thread: asks the owner to cancel `w` if it is still in flight.
   void request_cancel(IoWait* w);
 

@@ -165,6 +165,13 @@ class IoUringDriver final : public IoDriver {
 
   int64_t execute(IoRequest& req) override {
     if (req.op == IoOpcode::sendfile) return do_sendfile(req);
+    // The kernel punts every IORING_OP_SHUTDOWN to an io-wq worker thread (it is marked
+    // force-async): a thread wake-up and two context switches for a call that never blocks
+    // on a socket. Under one-request connections that worker took a fifth of the server's
+    // core (perf, docs/benchmarks.md "Connection cost"), so shut down here instead.
+    if (req.op == IoOpcode::shutdown) {
+      return ::shutdown(req.fd, req.args.shutdown.how) < 0 ? -errno : 0;
+    }
     // A non-blocking socket (or pipe) can still say -EAGAIN through io_uring: then wait
     // until it is ready (a poll) and try again. Each phase parks the fiber, which may then
     // resume on another processor: every phase goes to the ring of the processor the fiber
@@ -217,6 +224,19 @@ class IoUringDriver final : public IoDriver {
       return -ETIMEDOUT;
     }
     return res;
+  }
+
+  void flush() override {
+    if (io_uring_sq_ready(&ring_) > 0) io_uring_submit(&ring_);
+  }
+
+  void close_detached(int fd) override {
+    // Nothing waits: the close rides along with the next io_uring_enter, and only a failure
+    // (which nobody could act on) posts a completion, tagged to be ignored.
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_close(sqe, fd);
+    io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);
+    io_uring_sqe_set_data64(sqe, kIgnoreTag);
   }
 
   int arm_ready(ReadyWait& r, int fd, short events, TimePoint deadline, CancelToken* token,
@@ -352,14 +372,12 @@ class IoUringDriver final : public IoDriver {
       case IoOpcode::close:
         io_uring_prep_close(sqe, r.fd);
         break;
-      case IoOpcode::shutdown:
-        io_uring_prep_shutdown(sqe, r.fd, r.args.shutdown.how);
-        break;
       case IoOpcode::poll:
         io_uring_prep_poll_add(sqe, r.fd, static_cast<unsigned>(r.args.poll.events));
         break;
       case IoOpcode::sendfile:
-        break;  // handled synchronously
+      case IoOpcode::shutdown:
+        break;  // handled synchronously (execute)
     }
   }
 

@@ -140,6 +140,7 @@ void Processor::run() {
     // Back on this thread's own stack: finish what the fiber that switched here left.
     after_switch();
   }
+  driver_->flush();  // the last fibers' detached closes
   current_ = nullptr;
   tls_processor = nullptr;
 }

@@ -38,7 +38,8 @@ enum class BodyPath { automatic, splice, sendfile };
 enum class SymlinkPolicy { follow, inside_root, deny };
 enum class AccessLogFormat { combined, json };
 enum class Revalidation { statx, inotify };
-enum class Precompressed { off, on, always };  // server.precompressed, like gzip_static
+enum class Precompressed { off, on, always };   // server.precompressed, like gzip_static
+enum class LingeringClose { on, always, off };  // server.lingering_close, like NGINX's
 
 using Millis = std::chrono::milliseconds;
 using Micros = std::chrono::microseconds;
@@ -68,6 +69,8 @@ struct Config {
   bool accept_bare_lf = true;  // a lone LF ends a line of the head (RFC 9112 §2.2); false: 400
   Precompressed precompressed = Precompressed::off;  // f.br / f.gz next to f
   std::filesystem::path pid_file;  // written at start, removed at exit (weft -s); empty: none
+  LingeringClose lingering_close = LingeringClose::on;  // see conf/weft.toml
+  bool defer_accept = true;  // TCP_DEFER_ACCEPT on the listeners (see conf/weft.toml)
 
   // [runtime]
   unsigned processors = 0;  // 0: one per online CPU

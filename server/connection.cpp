@@ -21,10 +21,28 @@ namespace weft::http {
 
 namespace io = weft::rt::io;
 
+namespace {
+
+// Writes IPv4 address `a` (network order) as dotted decimal. Hand-written because glibc's
+// inet_ntop formats IPv4 through sprintf, which was a twentieth of weft's user time per
+// one-request connection (perf, docs/benchmarks.md "Connection cost").
+void format_ipv4(in_addr a, char* out) {
+  const auto* b = reinterpret_cast<const unsigned char*>(&a.s_addr);
+  for (int i = 0; i < 4; ++i) {
+    unsigned v = b[i];
+    if (v >= 100) *out++ = static_cast<char>('0' + v / 100);
+    if (v >= 10) *out++ = static_cast<char>('0' + v / 10 % 10);
+    *out++ = static_cast<char>('0' + v % 10);
+    *out++ = i < 3 ? '.' : '\0';
+  }
+}
+
+}  // namespace
+
 const char* format_peer(const sockaddr_storage& peer, PeerText& out) {
   std::strcpy(out, "-");
   if (peer.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, out, sizeof out);
+    format_ipv4(reinterpret_cast<const sockaddr_in&>(peer).sin_addr, out);
   } else if (peer.ss_family == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr, out, sizeof out);
   }
@@ -44,7 +62,7 @@ Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer,
 Connection::~Connection() {
   ctx_.withdraw(this);
   release_work();
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) io::close_detached(fd_);  // no wait, and no system call of its own on io_uring
   ctx_.slots.release(this);
   if (ctx_.metrics) ctx_.metrics->on_connection_close(ServerContext::shard());
   ctx_.connections.done();
@@ -105,7 +123,7 @@ Connection::Outcome Connection::run() {
     have_ -= used;
     request_started_ = have_ > 0 ? rt::coarse_now() : rt::TimePoint{};
     if (!keep) {
-      lingering_close();
+      close_after(linger_);
       return Outcome::closed;
     }
     if (have_ == 0 && !writer_.flush()) return Outcome::closed;
@@ -151,6 +169,7 @@ std::optional<Connection::Outcome> Connection::receive(bool idle) {
     idle_deadline_ = {};
   }
   have_ += static_cast<std::size_t>(n);
+  drained_ = static_cast<std::size_t>(n) < room;
   return std::nullopt;
 }
 
@@ -176,6 +195,7 @@ bool Connection::serve(const Request& req) {
   bool close = !req.keep_alive() || ctx_.draining.load(std::memory_order_acquire) ||
                requests_ >= ctx_.config.max_requests_per_connection;
   RequestNote note = note_of(&req, request_started_);
+  if (close) linger_ = must_linger(req);
   Reply reply = site_ == Site::metrics ? handle_metrics(ctx_, req, *work_)
                                        : handle_static(ctx_, req, *work_, peer_);
   return writer_.write(reply, &req, close, note) && !close;
@@ -183,7 +203,36 @@ bool Connection::serve(const Request& req) {
 
 void Connection::fail_and_close(int status) {
   writer_.write(Reply::error_page(status), nullptr, true, note_of(nullptr, request_started_));
-  lingering_close();
+  // A refused request may have more of itself on the way: the client must see the answer.
+  close_after(ctx_.config.lingering_close != LingeringClose::off);
+}
+
+bool Connection::must_linger(const Request& req) const {
+  switch (ctx_.config.lingering_close) {
+    case LingeringClose::always:
+      return true;
+    case LingeringClose::off:
+      return false;
+    case LingeringClose::on:
+      break;
+  }
+  // NGINX's `lingering_close on`: linger only when the client may still be sending. It asked
+  // to close (else the server chose to, and a pipelining client may have sent more), nothing
+  // it sent is left unread in the buffer or the socket, and no body was left unread. Closing
+  // at once saves the shutdown and the wait for the client's FIN: a wake-up and a receive per
+  // connection (docs/benchmarks.md, "Connection cost").
+  return req.keep_alive() || have_ > work_->parser.consumed() || !drained_ ||
+         work_->parser.body_unread();
+}
+
+void Connection::close_after(bool linger) {
+  if (linger) {
+    lingering_close();
+  } else {
+    // MSG_MORE holds the last bytes until the close right after, which sends them with the
+    // FIN in one segment (as NGINX's tcp_nopush does): one packet fewer per connection.
+    writer_.flush(MSG_MORE);
+  }
 }
 
 RequestNote Connection::note_of(const Request* req, rt::TimePoint started) {
@@ -242,7 +291,7 @@ void Connection::finish_request(const Outgoing& response, uint64_t body_sent) {
 }
 
 void Connection::lingering_close() {
-  writer_.flush();
+  writer_.flush(MSG_MORE);       // the shutdown sends these bytes with the FIN (see close_after)
   if (writer_.broken()) return;  // the peer is gone or stuck: nothing to linger for
   io::shutdown(fd_, SHUT_WR);
   // Read and drop what the client still sends (timeouts.linger, limits.max_linger_bytes), so

@@ -82,6 +82,8 @@ class Connection {
   void fail_and_close(int status);
   RequestNote note_of(const Request* req, rt::TimePoint started);
   void finish_request(const Outgoing& response, uint64_t body_sent);
+  bool must_linger(const Request& req) const;
+  void close_after(bool linger);
   void lingering_close();
 
   // Kept for the connection's life (a few hundred bytes: all an idle connection costs).
@@ -94,6 +96,8 @@ class Connection {
   rt::ReadyWait ready_;
   unsigned requests_ = 0;
   std::size_t have_ = 0;  // bytes in the read area (0 whenever idle)
+  bool drained_ = false;  // the last receive left the socket empty (it did not fill the room)
+  bool linger_ = true;    // the last response's close must linger (must_linger)
   rt::TimePoint request_started_{};
   rt::TimePoint idle_deadline_{};  // end of the current wait for a request
   ResponseWriter writer_;

@@ -1,5 +1,6 @@
 #include "server/listener.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -77,7 +78,7 @@ void check_address_unused(const ListenAddress& a) {
 
 }  // namespace
 
-int open_listener(const ListenAddress& a, int backlog, bool reuseport) {
+int open_listener(const ListenAddress& a, int backlog, bool reuseport, unsigned defer_accept_s) {
   sockaddr_storage ss;
   socklen_t len = to_sockaddr(a, ss);
   int fd = listener_socket(a, ss.ss_family, reuseport);
@@ -85,6 +86,12 @@ int open_listener(const ListenAddress& a, int backlog, bool reuseport) {
   // copy of it): one system call per connection fewer than setting it after accept.
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // The kernel queues a connection for accept only once its first data arrived (NGINX's
+  // `deferred`): the first receive then finds the request instead of arming a wait for it.
+  if (defer_accept_s > 0) {
+    int secs = static_cast<int>(defer_accept_s);
+    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof secs);
+  }
   if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, backlog) != 0) {
     int err = errno;
     ::close(fd);
@@ -93,14 +100,21 @@ int open_listener(const ListenAddress& a, int backlog, bool reuseport) {
   return fd;
 }
 
+unsigned defer_accept_seconds(const Config& config) {
+  auto ms = static_cast<uint64_t>(config.timeouts_header.count());
+  return static_cast<unsigned>(std::max<uint64_t>(1, (ms + 999) / 1000));
+}
+
 std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses, int backlog,
-                                     bool reuseport, unsigned copies) {
+                                     bool reuseport, unsigned copies, unsigned defer_accept_s) {
   std::vector<Listener> out;
   try {
     for (const auto& a : addresses) {
       unsigned n = reuseport ? copies : 1;
       if (reuseport) check_address_unused(a);
-      for (unsigned i = 0; i < n; ++i) out.push_back({a, open_listener(a, backlog, reuseport)});
+      for (unsigned i = 0; i < n; ++i) {
+        out.push_back({a, open_listener(a, backlog, reuseport, defer_accept_s)});
+      }
     }
   } catch (...) {
     for (auto& l : out) ::close(l.fd);

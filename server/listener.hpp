@@ -22,14 +22,22 @@ struct Listener {
 };
 
 /// Binds and listens on every address, `copies` sockets each with SO_REUSEPORT when
-/// `reuseport`; throws std::runtime_error naming the address and the reason on failure,
-/// also when another socket is already bound there (so weft never joins a SO_REUSEPORT
-/// group that another process opened).
+/// `reuseport`, with TCP_DEFER_ACCEPT of `defer_accept_s` seconds when not 0; throws
+/// std::runtime_error naming the address and the reason on failure, also when another socket
+/// is already bound there (so weft never joins a SO_REUSEPORT group that another process
+/// opened).
 std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses, int backlog,
-                                     bool reuseport, unsigned copies);
+                                     bool reuseport, unsigned copies, unsigned defer_accept_s = 0);
 
-/// Binds one listening socket for `address` (used for the metrics endpoint too).
-int open_listener(const ListenAddress& address, int backlog, bool reuseport);
+/// Binds one listening socket for `address` (used for the metrics endpoint too), with
+/// TCP_DEFER_ACCEPT of `defer_accept_s` seconds when not 0.
+int open_listener(const ListenAddress& address, int backlog, bool reuseport,
+                  unsigned defer_accept_s = 0);
+
+/// Returns the TCP_DEFER_ACCEPT time for server.defer_accept: timeouts.header in whole
+/// seconds (at least 1), so that a client that connects and sends nothing is handed to weft
+/// (and then timed out by it) about when weft would have timed it out anyway.
+unsigned defer_accept_seconds(const Config& config);
 
 /// Answers 503 on the accepted socket `fd` from `peer` and closes it, without a fiber: every
 /// slot of limits.max_connections is held by a busy connection. Counted in the metrics and

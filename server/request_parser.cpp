@@ -195,7 +195,7 @@ void RequestParser::start_request() {
   fed_ = head_bytes_ = consumed_ = 0;
   body_bytes_ = 0;
   metadata_bytes_ = 0;
-  head_done_ = force_close_ = keep_alive_ = false;
+  head_done_ = force_close_ = keep_alive_ = body_unread_ = false;
   url_begin_ = url_end_ = 0;
   url_started_ = url_done_ = false;
   version_begin_ = version_end_ = 0;
@@ -336,6 +336,7 @@ std::optional<ParseResult> RequestParser::on_head(std::span<const char> data) {
     phase_ = Phase::done;
     consumed_ = head_bytes_;
     keep_alive_ = false;
+    body_unread_ = true;
     return ready(data);
   }
   return std::nullopt;  // go on with the body

@@ -102,6 +102,10 @@ class RequestParser {
   /// Returns the length of the ready request's head (request line through the empty line).
   std::size_t head_bytes() const { return head_bytes_; }
 
+  /// Returns whether the ready request left body bytes unread on the connection (answered at
+  /// the end of its head: "Expect: 100-continue", or CONNECT), so closing must linger.
+  bool body_unread() const { return body_unread_ || force_close_; }
+
   /// Returns the decoded body length announced so far (Content-Length or the chunk sizes),
   /// for the access log.
   std::uint64_t body_bytes() const { return body_bytes_; }
@@ -161,6 +165,7 @@ class RequestParser {
   bool head_done_ = false;          // on_headers_complete seen: later fields are trailers
   bool force_close_ = false;
   bool keep_alive_ = false;
+  bool body_unread_ = false;
 
   // Request line, as offsets.
   std::uint32_t url_begin_ = 0, url_end_ = 0;

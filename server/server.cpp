@@ -82,7 +82,7 @@ bool needs_restart(std::string_view key) {
     if (key.starts_with(prefix)) return true;
   }
   for (std::string_view k :
-       {"server.listen", "server.backlog", "server.reuseport", "server.pid_file", "io.backend",
+       {"server.listen", "server.backlog", "server.reuseport", "server.defer_accept", "server.pid_file", "io.backend",
         "io.iowq_bounded", "io.iowq_unbounded", "io.ring_entries", "log.error_log"}) {
     if (key == k) return true;
   }
@@ -218,7 +218,8 @@ bool Server::open_sockets() {
     // test_overload was, under ASan on a loaded machine).
     if (config_.metrics) metrics_fd_ = open_listener(config_.metrics_listen, 64, false);
     listeners_ =
-        open_listeners(config_.listen, config_.backlog, config_.reuseport, runtime_->processors());
+        open_listeners(config_.listen, config_.backlog, config_.reuseport, runtime_->processors(),
+                       config_.defer_accept ? defer_accept_seconds(config_) : 0);
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return false;

@@ -4,11 +4,13 @@
 // a connection over the limit answered 503. The client is a plain thread on the other end.
 #include "server/connection.hpp"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -25,6 +27,33 @@ namespace weft::http {
 namespace {
 
 namespace fs = std::filesystem;
+
+// format_peer's own IPv4 formatting gives what inet_ntop gives, for every byte value in
+// every position; IPv6 and other families as before.
+TEST(FormatPeer, MatchesInetNtop) {
+  for (unsigned v = 0; v < 256; ++v) {
+    for (unsigned pos = 0; pos < 4; ++pos) {
+      sockaddr_storage ss{};
+      auto& s4 = reinterpret_cast<sockaddr_in&>(ss);
+      s4.sin_family = AF_INET;
+      unsigned char bytes[4] = {10, 200, 7, 99};
+      bytes[pos] = static_cast<unsigned char>(v);
+      std::memcpy(&s4.sin_addr, bytes, 4);
+      char want[INET_ADDRSTRLEN];
+      inet_ntop(AF_INET, &s4.sin_addr, want, sizeof want);
+      PeerText got;
+      EXPECT_STREQ(format_peer(ss, got), want);
+    }
+  }
+  sockaddr_storage ss{};
+  auto& s6 = reinterpret_cast<sockaddr_in6&>(ss);
+  s6.sin6_family = AF_INET6;
+  s6.sin6_addr = in6addr_loopback;
+  PeerText got;
+  EXPECT_STREQ(format_peer(ss, got), "::1");
+  ss.ss_family = AF_UNIX;
+  EXPECT_STREQ(format_peer(ss, got), "-");
+}
 
 class ConnectionTest : public ::testing::Test {
  protected:

@@ -288,7 +288,10 @@ class Exhaustion:
         # to the limit (server/fd_budget.hpp) and weft would answer 503 before running out.
         # Nor the admission gate: while weft cannot accept, the queue's predicted wait is
         # endless, and the gate would drop the handshakes this test wants queued.
+        # And defer_accept off: the holders connect and send nothing, which the kernel would
+        # otherwise keep unaccepted.
         srv = self.start({"timeouts": {"header": "60s"},
+                          "server": {"defer_accept": False},
                           "limits": {"max_queue_wait": "60s", "max_connections": 10000,
                                      "queue_target": "0s"}},
                          prefix=("prlimit", "--nofile=%d:%d" % (limit, limit), "--"))

@@ -1,8 +1,10 @@
-"""Persistent connections: pipelining, keep-alive reuse, HTTP/1.0, Connection: close, and
-limits.max_requests_per_connection."""
+"""Persistent connections: pipelining, keep-alive reuse, HTTP/1.0, Connection: close,
+limits.max_requests_per_connection, and server.lingering_close."""
 
 import os
+import socket
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -144,7 +146,86 @@ class MaxRequests:
             c.close()
 
 
-per_backend(globals(), KeepAlive, MaxRequests)
+def reset_after_eof(c, late=b"GET /late HTTP/1.1\r\nHost: x\r\n\r\n", wait=0.3):
+    """After the server's EOF on RawClient `c`, sends `late` bytes twice, `wait` seconds
+    apart, and returns whether the server reset them: a socket the server closed answers
+    them with a reset, one it lingers on (timeouts.linger) reads and drops them."""
+    assert c.closed()
+    try:
+        c.sock.sendall(late)
+        time.sleep(wait)
+        c.sock.sendall(late)  # a reset for the first bytes fails this send or the recv
+        c.sock.settimeout(wait)
+        c.sock.recv(100)  # b"" again (the EOF) unless a reset came
+        return False
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+
+
+class LingerOn:
+    """lingering_close = "on" (the default): closes at once when the client asked to close and
+    has nothing more on the way, lingers otherwise, as NGINX does."""
+
+    def test_closes_at_once_when_nothing_is_pending(self):
+        with self.srv.client() as c:
+            c.send(get("/hello.txt", extra="Connection: close\r\n"))
+            self.assertEqual(c.response().body, site.HELLO)
+            self.assertTrue(reset_after_eof(c), "the server lingered on an idle closing socket")
+
+    def test_http10_closes_at_once(self):
+        with self.srv.client() as c:
+            c.send(get("/medium.bin", "1.0"))
+            self.assertEqual(c.response().body, site.MEDIUM)
+            self.assertTrue(reset_after_eof(c))
+
+    def test_lingers_when_pipelined_bytes_are_unread(self):
+        # The second request is unread when the first closes: a close would reset it and
+        # could take the first response with it, so weft lingers and drops it.
+        with self.srv.client() as c:
+            c.send(get("/medium.bin", extra="Connection: close\r\n") + get("/hello.txt"))
+            r = c.response()
+            self.assertEqual((r.status, r.body), (200, site.MEDIUM))
+            self.assertFalse(reset_after_eof(c), "a closing socket with unread bytes was reset")
+
+    def test_lingers_when_the_server_chooses_to_close(self):
+        # A keep-alive client closed by max_requests_per_connection may have sent more.
+        with self.srv.client() as c:
+            c.send(get("/hello.txt") * 3)
+            for _ in range(3):
+                self.assertEqual(c.response().body, site.HELLO)
+            self.assertFalse(reset_after_eof(c))
+
+    def test_lingers_after_a_refused_request(self):
+        with self.srv.client() as c:
+            c.send(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n")
+            self.assertEqual(c.response().status, 413)
+            self.assertFalse(reset_after_eof(c))
+
+    def test_lingers_when_a_body_is_left_unread(self):
+        # "Expect: 100-continue" is answered at the end of the head; the body may still come.
+        with self.srv.client() as c:
+            c.send(b"POST /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                   b"Content-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+            self.assertEqual(c.response().status // 100, 4)
+            self.assertFalse(reset_after_eof(c, late=b"abcde"))
+
+
+# A linger far longer than the tests' waits, so that a loaded machine cannot end it early.
+LingerOn.settings = {"limits": {"max_requests_per_connection": 3},
+                     "timeouts": {"linger": "5s"}}
+
+
+class LingerAlways:
+    settings = {"server": {"lingering_close": "always"}, "timeouts": {"linger": "5s"}}
+
+    def test_lingers_after_every_closing_response(self):
+        with self.srv.client() as c:
+            c.send(get("/hello.txt", extra="Connection: close\r\n"))
+            self.assertEqual(c.response().body, site.HELLO)
+            self.assertFalse(reset_after_eof(c))
+
+
+per_backend(globals(), KeepAlive, MaxRequests, LingerOn, LingerAlways)
 
 if __name__ == "__main__":
     unittest.main()

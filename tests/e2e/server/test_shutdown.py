@@ -77,8 +77,11 @@ class Shutdown:
         self.assertEqual(status, 0, srv.log()[-3000:])
 
     def test_sigterm_closes_idle_connections_promptly(self):
+        # defer_accept off: a connection that has sent nothing is then weft's to close (with
+        # it on, the kernel holds such a connection unaccepted; test_listen covers that).
         srv = self.start({"timeouts": {"shutdown_grace": "30s", "keepalive": "60s",
-                                       "header": "60s"}})
+                                       "header": "60s"},
+                          "server": {"defer_accept": False}})
         clients = [srv.client() for _ in range(6)]
         try:
             for c in clients[:5]:  # idle between requests
