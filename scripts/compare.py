@@ -237,7 +237,9 @@ def add_workload_options(p):
 def add_machine_options(p):
     """Options of where and how it runs: cores, CPU cap, priority, binaries, output."""
     p.add_argument("--server-cores", default="0", help="CPUs of the servers (default 0)")
-    p.add_argument("--load-cores", default="1", help="CPUs of weft-load (default 1)")
+    p.add_argument("--load-cores", default="1",
+                   help="CPUs of weft-load (default 1); they may overlap --server-cores when "
+                        "--server-cpu caps the servers")
     p.add_argument("--server-cpu", metavar="FRACTION",
                    help="cap every server at FRACTION of one core (0.1 = 10%%%%), each in a "
                         "cgroup of its own with a 10 ms period; 0 or none: no cap. Default: "
@@ -322,13 +324,16 @@ def check_machine(p, a):
     """Checks the cores, the processors, --nice and --server-cpu."""
     a.server_cpus = parse_cpus(p, "--server-cores", a.server_cores)
     a.load_cpus = parse_cpus(p, "--load-cores", a.load_cores)
-    if set(a.server_cpus) & set(a.load_cpus):
-        p.error("--server-cores and --load-cores must be disjoint")
     if a.processors <= 0:
         a.processors = len(a.server_cpus)
     if a.nice < 0 and os.geteuid() != 0:
         p.error("--nice %d needs root" % a.nice)
     a.cap_fraction, a.cap_why = choose_cap(p, a)
+    # Shared cores measure the servers only when a cap leaves weft-load its headroom (the
+    # several-processors-on-two-cores case: N processors on cores 0-1 capped at N x 10%).
+    if set(a.server_cpus) & set(a.load_cpus) and not a.cap_fraction:
+        p.error("--server-cores and --load-cores must be disjoint, or the servers capped "
+                "with --server-cpu")
 
 
 def choose_cap(p, a):
