@@ -339,9 +339,13 @@ bool Processor::start_searching() {
 void Processor::stop_searching(bool found_work) {
   searching_ = false;
   uint32_t before = rt_.searching_.fetch_sub(1, std::memory_order_seq_cst);
-  // The last searcher found work and more is visible: let another processor look. (Not
-  // for a lone fiber: waking a processor only to find nothing costs two system calls.)
-  if (found_work && before == 1 && (!local_.empty() || !rt_.global_.empty())) {
+  // The last searcher found work and more is ready anywhere: let another processor look.
+  // Anywhere, not only here: a pusher that saw this processor searching woke nobody,
+  // trusting it (Go's resetspinning wakes for the same reason), and the fiber it pushed may
+  // sit in a queue or LIFO slot this processor did not take, behind a fiber that never
+  // yields, while another processor sleeps (3 processors: a fiber waited 16-35 ms instead
+  // of 0.05). Not for a lone fiber: waking a processor to find nothing costs two system calls.
+  if (found_work && before == 1 && (rt_.any_work_visible() || rt_.any_lifo_occupied(this))) {
     rt_.notify_work(true);
   }
 }
@@ -492,9 +496,10 @@ void Processor::park_idle() {
     // A fiber in another processor's LIFO slot is not visible work (its owner usually takes
     // it at once), but when that owner stays in a fiber that does not yield only a thief can
     // run it, and the pusher may have seen a searcher (this one) and woken nobody: sleep at
-    // most help_age then, and look again (steal() takes a slot that sat across two looks).
+    // most help_age (100 us with helping off) then, and look again (steal() takes a slot
+    // that sat across two looks).
     if (rt_.any_lifo_occupied(this)) {
-      timeout = timeout < 0 ? rt_.help_age_ns_ : std::min(timeout, rt_.help_age_ns_);
+      timeout = timeout < 0 ? rt_.lifo_nap_ns_ : std::min(timeout, rt_.lifo_nap_ns_);
     }
     driver_->park(timeout);
     round_time_ = now();  // coarse_now() must not stay at the time we went to sleep
@@ -572,7 +577,11 @@ Runtime::Runtime(RuntimeOptions options)
   help_age_cycles_ = static_cast<int64_t>(static_cast<double>(age_ns) *
                                           static_cast<double>(cycles_per_us()) / 1000);
   look_interval_cycles_ = static_cast<uint64_t>(help_age_cycles_ / kLookPerAge);
-  help_age_ns_ = age_ns;
+  // The nap a processor takes while another's LIFO slot is occupied (park_idle) is no
+  // help look: with helping off it stays at the default age, not a day.
+  Duration nap =
+      options_.help_age > Duration::zero() ? options_.help_age : RuntimeOptions{}.help_age;
+  lifo_nap_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(nap).count();
   // One processor has nobody to miss a push; with more, the asymmetric barrier where the
   // kernel allows it (registration can fail: old kernels, seccomp), else push_local fences.
   park_barrier_ = options_.processors > 1 &&

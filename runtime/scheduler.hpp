@@ -25,7 +25,8 @@
 // waited 10 help_ages (moving fibers between busy processors on every hiccup cost churn
 // 12%). A ready fiber therefore waits about 1.25 help_age behind a stuck processor, plus its
 // helper's current fiber. A processor going to sleep while another's LIFO slot holds a
-// fiber sleeps at most help_age, so that slot is looked at again even when all sleep. A look costs
+// fiber sleeps at most help_age (the default, 100 us, when helping is off), so that slot is
+// looked at again even when all sleep. A look costs
 // a few loads of the other processor's queue lines (rationed in time because they are cache misses
 // for both processors); a take is one CAS, the same one stealing uses. Each processor counts what
 // it took (helped()).
@@ -36,7 +37,9 @@
 //
 // Idle protocol (after Go and Tokio): at most half the processors search for work at once.
 // Whoever makes work available wakes one parked processor if none is searching; a searcher
-// that finds work and was the last one wakes another. A processor that parks registers as
+// that finds work and was the last one wakes another if any other work is ready anywhere (a
+// queue, the global queue, another processor's LIFO slot): a pusher that saw it searching
+// woke nobody, and the searcher may not have taken that fiber. A processor that parks registers as
 // a sleeper, stops searching, then re-checks every queue before blocking; either it sees
 // the new work or the pusher sees it asleep and not searching: no lost wake-up. That takes
 // a full barrier on both sides, between the pusher's push and its reads of the sleeper and
@@ -275,7 +278,7 @@ class Runtime {
   std::size_t leftover_ = 0;
   int64_t help_age_cycles_ = 0;        // options_.help_age in cycles()
   uint64_t look_interval_cycles_ = 0;  // the least time between two help looks
-  int64_t help_age_ns_ = 0;            // options_.help_age in ns: the longest idle nap
+  int64_t lifo_nap_ns_ = 0;            // the longest idle nap while a LIFO slot is occupied
   bool park_barrier_ = false;          // park_idle runs membarrier(2) (registered; >1 processor)
   bool light_push_ = false;            // push_local needs only a compiler barrier (see there)
 
