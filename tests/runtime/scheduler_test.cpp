@@ -627,6 +627,69 @@ void expect_not_stranded(const StrandWaits& w, const std::string& what) {
       << "; the kernel's wake-ups (us): " << show(w.kernel);
 }
 
+// The peer of timer_lateness: thread A, blocked, is woken (as the runtime wakes the idle
+// processor that will fire the timer), then sleeps until a deadline 1 ms after the wake-up
+// while the caller holds its CPU; returns how late A woke, in microseconds.
+int64_t kernel_timer_lateness() {
+  std::atomic<int> wake{0};
+  std::atomic<bool> blocked{false};
+  std::atomic<bool> done{false};
+  TimePoint deadline{};
+  int64_t late = -1;
+  std::thread a([&] {
+    blocked.store(true);
+    wake.wait(0);
+    std::this_thread::sleep_until(deadline);
+    late = us_since(deadline);
+    done.store(true, std::memory_order_release);
+  });
+  while (!blocked.load()) std::this_thread::yield();
+  std::this_thread::sleep_for(milliseconds(1));
+  deadline = now() + milliseconds(1);
+  wake.store(1);
+  wake.notify_one();
+  hold_for(kHold, done);
+  a.join();
+  return late;
+}
+
+// A fiber sleeps for 1 ms; its timer is in the heap of its processor (P0), which then runs
+// a fiber that does not yield (the caller, resumed from the LIFO slot), while the other two
+// processors sleep. Returns how late the sleeper woke in each round, and the peer's.
+StrandWaits timer_lateness() {
+  Runtime rt(opts(3));
+  StrandWaits out;
+  rt.run([&] {
+    for (int round = 0; round < kStrandRounds; ++round) {
+      out.kernel.push_back(kernel_timer_lateness());
+      settle();
+      std::atomic<bool> fired{false};
+      int64_t late = -1;
+      TimePoint deadline = now() + milliseconds(1);
+      // Dispatched: it runs at once, here, and arms its timer in this processor's heap.
+      auto t = spawn(
+          [&] {
+            sleep_until(deadline);
+            late = us_since(deadline);
+            fired.store(true, std::memory_order_release);
+          },
+          {.launch = Launch::dispatch});
+      hold_for(kHold, fired);
+      t.join();
+      out.fiber.push_back(late);
+    }
+  });
+  return out;
+}
+
+TEST(IdleProcessors, TimerFiresWhileItsProcessorIsHeld) {
+  StrandWaits w = timer_lateness();
+  if (!judgeable(w)) GTEST_SKIP() << "the kernel's timers were late by (us) " << show(w.kernel);
+  EXPECT_LE(median(w.fiber), median(w.kernel) + kReadySlackUs)
+      << "sleeper late by (us): " << show(w.fiber)
+      << "; the kernel's own sleeper late by (us): " << show(w.kernel);
+}
+
 TEST(IdleProcessors, QueuedFiberRunsWhileTwoHoldAndOneSleeps) {
   StrandWaits w = stranded_waits(false, RuntimeOptions{}.help_age);
   if (!judgeable(w)) GTEST_SKIP() << "the kernel's wake-ups took (us) " << show(w.kernel);
