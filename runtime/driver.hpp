@@ -21,9 +21,10 @@ class Driver {
   /// Returns a short name for logs ("basic", "io_uring", "epoll").
   virtual const char* name() const = 0;
 
-  /// Owner thread, once, before the first poll/park: hands the driver its processor's timer
-  /// heap (where it arms the deadlines of operations) and sets up thread-bound state (an
-  /// io_uring with SINGLE_ISSUER belongs to the thread that sets it up).
+  /// Owner thread, once, before the first poll/park: hands the driver its processor's I/O
+  /// timer heap (where it arms the deadlines of operations; only the owner fires it, since
+  /// only the owner can cancel on its ring) and sets up thread-bound state (an io_uring with
+  /// SINGLE_ISSUER belongs to the thread that sets it up).
   void attach(TimerHeap& timers) {
     timers_ = &timers;
     set_up();

@@ -45,6 +45,10 @@ constexpr int64_t kLookPerAge = 4;
 constexpr int64_t kBusyVictimAges = 10;
 // Fibers taken from the global queue at once when a processor runs dry.
 constexpr unsigned kGlobalBatch = 32;
+// How often (at most) a busy processor looks for other processors' due fiber wake-ups:
+// they are late by this much at worst when their own processor is held. A look is one load
+// per processor; picked like the help look interval.
+constexpr int64_t kTimerLookNs = 25'000;
 // Control blocks per chunk, and per-processor cache bound.
 constexpr std::size_t kBlockChunk = 64;
 constexpr std::size_t kBlockCacheMax = 256;
@@ -125,7 +129,7 @@ void Processor::run() {
   tls_processor = this;
   clock_ = cycles();
   adopt_thread_context(sched_ctx_);
-  driver_->attach(timers_);
+  driver_->attach(io_timers_);
   {
     // The main fiber starts only once every processor has its driver (so an io_uring
     // setup problem shows at start, and no fiber depends on a processor not yet there).
@@ -265,6 +269,10 @@ Fiber* Processor::pick_fast() {
   ticks_published_.store(tick_, std::memory_order_relaxed);
   if (tick_ % kClockInterval == 0 && rt_.procs_.size() > 1) {
     clock_ = cycles();
+    if (clock_ - last_timer_look_ >= rt_.timer_look_cycles_) {
+      last_timer_look_ = clock_;
+      fire_others_timers(to_ns(now()));
+    }
     // A look costs a few cache misses on another processor's queue lines (and makes that
     // processor's next writes miss too), so it is rationed in time, not in picks.
     if (clock_ - last_look_ >= rt_.look_interval_cycles_) {
@@ -290,7 +298,26 @@ void Processor::poll_events() {
   driver_->poll();
   round_time_ = now();
   clock_ = cycles();
-  if (timers_.earliest() != TimerHeap::kNone) timers_.fire_due(to_ns(round_time_));
+  int64_t t = to_ns(round_time_);
+  if (timers_.earliest() <= t) timers_.fire_due(t);
+  if (io_timers_.earliest() <= t) io_timers_.fire_due(t);
+}
+
+void Processor::fire_others_timers(int64_t now_ns) {
+  // The woken fibers become ready here (Waiter's callback unparks onto the firing processor).
+  for (const auto& p : rt_.procs_) {
+    if (p.get() != this && p->timers_.earliest() <= now_ns) p->timers_.fire_due(now_ns);
+  }
+}
+
+int64_t Processor::earliest_timer_anywhere() const {
+  int64_t next = io_timers_.earliest();
+  for (const auto& p : rt_.procs_) next = std::min(next, p->timers_.earliest());
+  return next;
+}
+
+void Processor::arm_timer(TimerEntry* e) {
+  if (timers_.add(e) && rt_.procs_.size() > 1) rt_.cover_timer(e->deadline_ns);
 }
 
 Fiber* Processor::find_work() {
@@ -300,6 +327,7 @@ Fiber* Processor::find_work() {
     Fiber* f = pick_fast();
     if (!f) {
       poll_events();
+      if (rt_.procs_.size() > 1) fire_others_timers(to_ns(round_time_));
       f = pick_fast();
     }
     if (!f) {
@@ -340,9 +368,13 @@ bool Processor::start_searching() {
 void Processor::stop_searching(bool found_work) {
   searching_ = false;
   uint32_t before = rt_.searching_.fetch_sub(1, std::memory_order_seq_cst);
-  // The last searcher found work and more is visible: let another processor look. (Not
-  // for a lone fiber: waking a processor only to find nothing costs two system calls.)
-  if (found_work && before == 1 && (!local_.empty() || !rt_.global_.empty())) {
+  // The last searcher found work and more is ready anywhere: let another processor look.
+  // Anywhere, not only here: a pusher that saw this processor searching woke nobody,
+  // trusting it (Go's resetspinning wakes for the same reason), and the fiber it pushed may
+  // sit in a queue or LIFO slot this processor did not take, behind a fiber that never
+  // yields, while another processor sleeps (3 processors: a fiber waited 16-35 ms instead
+  // of 0.05). Not for a lone fiber: waking a processor to find nothing costs two system calls.
+  if (found_work && before == 1 && (rt_.any_work_visible() || rt_.any_lifo_occupied(this))) {
     rt_.notify_work(true);
   }
 }
@@ -488,16 +520,22 @@ void Processor::park_idle() {
   if (rt_.park_barrier_) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   if (!rt_.any_work_visible() && !rt_.stopping()) {
     int64_t timeout = -1;
-    int64_t next = timers_.earliest();
-    if (next != TimerHeap::kNone) timeout = std::max<int64_t>(0, next - to_ns(now()));
+    // Every processor's fiber wake-ups, not only this one's: their owner may be held by a
+    // fiber that never yields (see "Timers" in scheduler.hpp).
+    int64_t next = earliest_timer_anywhere();
+    int64_t t = to_ns(now());
+    if (next != TimerHeap::kNone) timeout = std::max<int64_t>(0, next - t);
     // A fiber in another processor's LIFO slot is not visible work (its owner usually takes
     // it at once), but when that owner stays in a fiber that does not yield only a thief can
     // run it, and the pusher may have seen a searcher (this one) and woken nobody: sleep at
-    // most help_age then, and look again (steal() takes a slot that sat across two looks).
+    // most help_age (100 us with helping off) then, and look again (steal() takes a slot
+    // that sat across two looks).
     if (rt_.any_lifo_occupied(this)) {
-      timeout = timeout < 0 ? rt_.help_age_ns_ : std::min(timeout, rt_.help_age_ns_);
+      timeout = timeout < 0 ? rt_.lifo_nap_ns_ : std::min(timeout, rt_.lifo_nap_ns_);
     }
+    plan_ns_.store(timeout < 0 ? TimerHeap::kNone : t + timeout, std::memory_order_seq_cst);
     driver_->park(timeout);
+    plan_ns_.store(TimerHeap::kNone, std::memory_order_relaxed);
     round_time_ = now();  // coarse_now() must not stay at the time we went to sleep
     clock_ = cycles();
   }
@@ -573,7 +611,13 @@ Runtime::Runtime(RuntimeOptions options)
   help_age_cycles_ = static_cast<int64_t>(static_cast<double>(age_ns) *
                                           static_cast<double>(cycles_per_us()) / 1000);
   look_interval_cycles_ = static_cast<uint64_t>(help_age_cycles_ / kLookPerAge);
-  help_age_ns_ = age_ns;
+  timer_look_cycles_ =
+      static_cast<uint64_t>(kTimerLookNs * static_cast<int64_t>(cycles_per_us()) / 1000);
+  // The nap a processor takes while another's LIFO slot is occupied (park_idle) is no
+  // help look: with helping off it stays at the default age, not a day.
+  Duration nap =
+      options_.help_age > Duration::zero() ? options_.help_age : RuntimeOptions{}.help_age;
+  lifo_nap_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(nap).count();
   // One processor has nobody to miss a push; with more, the asymmetric barrier where the
   // kernel allows it (registration can fail: old kernels, seccomp), else push_local fences.
   park_barrier_ = options_.processors > 1 &&
@@ -667,6 +711,25 @@ void Runtime::wake_one() {
     sleepers_.pop_back();
     sleeping_.fetch_sub(1, std::memory_order_relaxed);
     searching_.fetch_add(1, std::memory_order_seq_cst);  // on p's behalf
+  }
+  p->driver_->unpark();
+}
+
+void Runtime::cover_timer(int64_t deadline_ns) {
+  // Pairs with park_idle's registration (a seq_cst RMW of the same atomic): either that
+  // sleeper's plan includes the new timer, or this sees it asleep and reads its plan (kNone
+  // until it is made, which counts as not covering).
+  if (sleeping_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
+  for (const auto& p : procs_) {
+    if (p->plan_ns_.load(std::memory_order_seq_cst) <= deadline_ns) return;  // wakes by then
+  }
+  // Nobody wakes in time: the latest sleeper looks again and plans with the new timer (it
+  // stays off the searchers: it has no work to look for).
+  Processor* p = nullptr;
+  {
+    std::lock_guard lock(idle_mu_);
+    if (sleepers_.empty()) return;
+    p = sleepers_.back();
   }
   p->driver_->unpark();
 }

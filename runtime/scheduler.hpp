@@ -25,7 +25,8 @@
 // waited 10 help_ages (moving fibers between busy processors on every hiccup cost churn
 // 12%). A ready fiber therefore waits about 1.25 help_age behind a stuck processor, plus its
 // helper's current fiber. A processor going to sleep while another's LIFO slot holds a
-// fiber sleeps at most help_age, so that slot is looked at again even when all sleep. A look costs
+// fiber sleeps at most help_age (the default, 100 us, when helping is off), so that slot is
+// looked at again even when all sleep. A look costs
 // a few loads of the other processor's queue lines (rationed in time because they are cache misses
 // for both processors); a take is one CAS, the same one stealing uses. Each processor counts what
 // it took (helped()).
@@ -36,7 +37,9 @@
 //
 // Idle protocol (after Go and Tokio): at most half the processors search for work at once.
 // Whoever makes work available wakes one parked processor if none is searching; a searcher
-// that finds work and was the last one wakes another. A processor that parks registers as
+// that finds work and was the last one wakes another if any other work is ready anywhere (a
+// queue, the global queue, another processor's LIFO slot): a pusher that saw it searching
+// woke nobody, and the searcher may not have taken that fiber. A processor that parks registers as
 // a sleeper, stops searching, then re-checks every queue before blocking; either it sees
 // the new work or the pusher sees it asleep and not searching: no lost wake-up. That takes
 // a full barrier on both sides, between the pusher's push and its reads of the sleeper and
@@ -46,6 +49,19 @@
 // yield) has its barrier made asymmetric with membarrier(2): the sleeper's call makes every
 // running processor execute one, so the push itself needs only the compiler's (without
 // membarrier, a fence after the push).
+//
+// Timers (after Go's checkTimers in stealWork): each processor has two heaps. Its fiber
+// wake-ups (sleeps and timed waits, Waiter::wait_until) are fired by whichever processor
+// first finds them due: the owner when it polls (every 61 picks, or idle), an idle or
+// searching processor in every round of its search, a busy one at most every 25 us. So a
+// wake-up no longer waits for a processor held by a fiber that never yields (3 processors:
+// a 1 ms sleep overslept by 44 ms while two slept). A parked processor's timeout is the
+// earliest wake-up of any processor, and arming one that becomes its heap's earliest wakes
+// a sleeper when none would wake by then (a seq_cst read-modify-write of the sleeper count
+// on both sides, as for pushes, so the sleeper's plan or the armer's check sees the other).
+// A processor's I/O deadlines (io_timers_, the driver's) are fired by it alone: expiry
+// cancels the operation on its own ring, and its ring's completions, too, are reaped only
+// by it, so an I/O wait on a held processor ends when that processor next polls.
 //
 // Shutdown order: the main fiber returns -> the runtime is marked stopping and every driver
 // is unparked -> each processor finishes the fiber it runs and leaves its loop -> run()
@@ -106,8 +122,12 @@ class Processor {
   Driver& driver() { return *driver_; }
   /// Returns this processor's driver as an I/O driver, or nullptr when it does no I/O.
   IoDriver* io_driver() { return io_driver_; }
-  /// Returns this processor's timers.
+  /// Returns this processor's fiber wake-ups (the timers of timed waits), which any
+  /// processor fires once due (see "Timers" above).
   TimerHeap& timers() { return timers_; }
+  /// Owner thread: arms a fiber wake-up in timers(), and makes sure a sleeping processor
+  /// will wake for it if this one is then held by a fiber that never yields.
+  void arm_timer(TimerEntry* e);
   /// Returns the runtime this processor belongs to.
   Runtime& runtime() { return rt_; }
   /// Returns the fiber running here, or nullptr in the scheduler context.
@@ -165,6 +185,8 @@ class Processor {
   void release_fiber(Fiber* f);
   bool start_searching();
   void stop_searching(bool found_work);
+  void fire_others_timers(int64_t now_ns);
+  int64_t earliest_timer_anywhere() const;
 
   Runtime& rt_;
   unsigned index_;
@@ -190,14 +212,19 @@ class Processor {
   // A stamp is at most 32 picks, or the run of one fiber, too old; a fiber made ready by one
   // that has run long looks older, which is what its waiting means anyway.
   uint64_t clock_ = 0;
-  uint64_t last_look_ = 0;  // clock_ at the latest help look
+  uint64_t last_look_ = 0;        // clock_ at the latest help look
+  uint64_t last_timer_look_ = 0;  // clock_ at the latest look at others' due timers
   TimePoint round_time_{};
   Pending pending_ = Pending::none;
   Fiber* pending_fiber_ = nullptr;
   bool searching_ = false;
   uint64_t rng_;
   LocalQueue local_;
-  TimerHeap timers_;
+  TimerHeap timers_;     // fiber wake-ups: any processor fires them
+  TimerHeap io_timers_;  // the driver's operation deadlines: only this processor fires them
+  // When this processor, parked, will wake by itself (ns; kNone while awake or parked with
+  // no timeout): arm_timer's judge of whether a sleeper covers a new timer.
+  std::atomic<int64_t> plan_ns_{TimerHeap::kNone};
   StackPool::Cache stack_cache_;
   std::vector<Fiber*> fiber_cache_;
   std::thread thread_;
@@ -259,6 +286,7 @@ class Runtime {
   void push_global(Fiber* f);
   void notify_work(bool ordered);
   void wake_one();
+  void cover_timer(int64_t deadline_ns);
   void begin_stop();
   Fiber* allocate_fiber_block();
   void free_fiber_block(Processor* p, Fiber* f);
@@ -275,7 +303,8 @@ class Runtime {
   std::size_t leftover_ = 0;
   int64_t help_age_cycles_ = 0;        // options_.help_age in cycles()
   uint64_t look_interval_cycles_ = 0;  // the least time between two help looks
-  int64_t help_age_ns_ = 0;            // options_.help_age in ns: the longest idle nap
+  uint64_t timer_look_cycles_ = 0;     // the least time between two looks at others' timers
+  int64_t lifo_nap_ns_ = 0;            // the longest idle nap while a LIFO slot is occupied
   bool park_barrier_ = false;          // park_idle runs membarrier(2) (registered; >1 processor)
   bool light_push_ = false;            // push_local needs only a compiler barrier (see there)
 

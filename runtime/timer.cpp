@@ -5,7 +5,7 @@
 
 namespace weft::rt {
 
-void TimerHeap::add(TimerEntry* e) {
+bool TimerHeap::add(TimerEntry* e) {
   std::lock_guard g(lock_);
   e->seq = next_seq_++;
   e->heap.store(this, std::memory_order_relaxed);
@@ -13,6 +13,7 @@ void TimerHeap::add(TimerEntry* e) {
   heap_.push_back(e);
   sift_up(e->index);
   publish_earliest();
+  return e->index == 0;
 }
 
 bool TimerHeap::cancel(TimerEntry* e) {

@@ -6,15 +6,17 @@
 // on another processor and cancel its entry from there.
 //
 // An entry's states: idle (heap null) -> queued (heap set) -> firing (heap null, `firing`
-// set, on_fire running on the owner thread, outside the lock) -> idle. cancel() of a queued
+// set, on_fire running on the firing thread, outside the lock) -> idle. cancel() of a queued
 // entry unlinks it; of a firing one it waits until on_fire has returned. So once cancel()
 // has returned, no callback of that entry runs or is still running, and the entry may die:
 // on_fire may touch the waiter's stack frame freely. The firing thread's last access to an
 // entry is the release store that clears `firing`, after on_fire has returned: so on_fire
 // must neither cancel its own entry nor let its owner free it without cancelling first (it
 // may wake a fiber that cancels, or queue work for later, as the I/O drivers do).
-// `earliest_ns` lets the owner skip the lock when nothing is due. Entries fire in deadline
-// order and never before their deadline.
+// `earliest_ns` lets a firing thread skip the lock when nothing is due. Several threads may
+// fire one heap at once (a processor's fiber wake-ups are fired by any processor that finds
+// them due, see scheduler.hpp): each takes entries in deadline order, and each entry fires
+// once, never before its deadline.
 #pragma once
 
 #include <atomic>
@@ -36,7 +38,7 @@ struct TimerEntry {
   std::size_t index = 0;
   std::atomic<TimerHeap*> heap{nullptr};  // set while queued; changed under that heap's lock
   std::atomic<bool> firing{false};        // set while on_fire runs
-  void (*on_fire)(void* arg) = nullptr;   // runs on the heap's owner thread: keep it short
+  void (*on_fire)(void* arg) = nullptr;   // runs on the firing thread: keep it short
   void* arg = nullptr;
 };
 
@@ -45,8 +47,8 @@ class TimerHeap {
   static constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
 
   /// Queues `e` to fire at e->deadline_ns; the caller keeps `e` alive until it fired or
-  /// cancel() returned.
-  void add(TimerEntry* e);
+  /// cancel() returned. Returns whether `e` is now the earliest entry.
+  bool add(TimerEntry* e);
 
   /// Removes `e` if it has not fired, or waits until its firing has finished; returns true
   /// if it was removed before firing. Callable from any thread but the firing one; after it
@@ -57,7 +59,8 @@ class TimerHeap {
   /// waits, so a test can prove that cancel() waits for a callback held open.
   static inline void (*on_cancel_wait)(TimerEntry* e) = nullptr;
 
-  /// Fires every entry due at `now_ns`, in deadline order; returns the number fired.
+  /// Fires every entry due at `now_ns`, in deadline order; returns the number fired. Any
+  /// thread, also several at once.
   std::size_t fire_due(int64_t now_ns);
 
   /// Returns the earliest deadline in ns, or kNone.

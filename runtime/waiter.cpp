@@ -20,7 +20,7 @@ bool Waiter::wait_until(TimePoint deadline) {
       detail::unpark(f, false);
     }
   };
-  Processor::current()->timers().add(&timer);
+  Processor::current()->arm_timer(&timer);
   wait();
   TimerHeap::cancel(&timer);
   return !timed_out_;
