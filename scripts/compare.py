@@ -81,13 +81,15 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ALL_SERVERS = ("weft", "weft-epoll", "nginx", "h2o", "lighttpd")
+ALL_SERVERS = ("weft", "weft-epoll", "nginx", "nginx-deferred", "h2o", "lighttpd")
 # The default set: weft-epoll (weft on its epoll backend, the one containers get) is asked for
 # by name.
 DEFAULT_SERVERS = ("weft", "nginx", "h2o", "lighttpd")
 PEER_BINARIES = {"nginx": "/usr/sbin/nginx", "h2o": "/usr/bin/h2o", "lighttpd": "/usr/sbin/lighttpd"}
 # Peers that are another server run differently: their binary, configuration and version.
-KIND = {"nginx-abort": "nginx", "weft-epoll": "weft"}
+# nginx-deferred: NGINX with `listen ... deferred` (TCP_DEFER_ACCEPT), what weft's
+# server.defer_accept does by default.
+KIND = {"nginx-abort": "nginx", "nginx-deferred": "nginx", "weft-epoll": "weft"}
 # The setting nginx-abort runs with (--tuned-nginx), and its value there.
 TUNED_SYSCTL = ("net.ipv4.tcp_abort_on_overflow", "1")
 # The MIME types every server gets, for the generator's five extensions: same Content-Type
@@ -732,8 +734,9 @@ def merge_toml(text, settings):
     return "\n".join(out) + "\n"
 
 
-def nginx_config(d, port, root, lim, access_log):
-    """NGINX's configuration, run from folder `d` (nginx-abort uses it too)."""
+def nginx_config(d, port, root, lim, access_log, deferred=False):
+    """NGINX's configuration, run from folder `d` (nginx-abort uses it too); `deferred`: its
+    listener defers the accept until data arrives."""
     per_worker = max(1024, lim.connections // lim.processors)
     types = " ".join("%s %s;" % (t, e) for e, t in MIME.items())
     user = "user nobody nogroup;\n" if os.geteuid() == 0 else ""
@@ -751,7 +754,8 @@ http {
 }
 """ % (user, lim.processors, d, d, lim.nofile, per_worker,
        ("%s/access.log combined" % d) if access_log else "off", lim.cache_entries,
-       d, d, d, d, d, types, port, lim.backlog, " reuseport" if lim.processors > 1 else "", root)
+       d, d, d, d, d, types, port, lim.backlog,
+       (" reuseport" if lim.processors > 1 else "") + (" deferred" if deferred else ""), root)
 
 
 def h2o_config(d, port, root, lim, access_log):
@@ -817,6 +821,8 @@ class Server:
         self.restarts = 0
         self.weft_bin = weft_bin
         extra = {"settings": a.weft_settings.get(name)} if self.kind == "weft" else {}
+        if name == "nginx-deferred":
+            extra = {"deferred": True}
         conf = self.CONFIGS[self.kind](self.dir, self.port, fileset["dir"], lim,
                                        a.access_log == "on", **extra)
         ext = {"weft": "toml", "nginx": "conf", "h2o": "conf", "lighttpd": "conf"}[self.kind]
@@ -1451,7 +1457,7 @@ CSV_FIELDS = ["phase", "rate_index", "order", "server", "offered_sessions_per_s"
               "client_cpu_s", "client_util", "client_cpu_share", "load_cores_busy",
               "test_duration_s", "loadavg_1m_before", "server_restarted", "server_alive_after",
               "server_error_log_bytes"]
-COLORS = {"weft": "#d62728", "weft-epoll": "#ff7f0e", "nginx": "#1f77b4",
+COLORS = {"weft": "#d62728", "weft-epoll": "#ff7f0e", "nginx": "#1f77b4", "nginx-deferred": "#8c564b",
           "nginx-abort": "#17becf", "h2o": "#2ca02c", "lighttpd": "#9467bd"}
 LABELS = {"nginx-abort": "nginx-abort (tcp_abort_on_overflow=1)"}
 

@@ -21,6 +21,8 @@
 # Needs build/release and www-fixtures/generated/small (www-fixtures/generate.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/peers_lib.sh
+source scripts/bench/peers_lib.sh
 secs=${1:-5}
 rounds=${2:-3}
 rate=${3:-1200}
@@ -88,20 +90,7 @@ mkdir -p "$work/nginx-deferred"
 sed -e "s|$work/nginx/|$work/nginx-deferred/|g" -e "s|nginx-error.log|nginx-deferred-error.log|" \
   -e "s|listen 127.0.0.1:${port[nginx]} backlog=4096|listen 127.0.0.1:${port[nginx-deferred]} backlog=4096 deferred|" \
   "$work/nginx/nginx.conf" > "$work/nginx-deferred/nginx.conf"
-cat > "$work/h2o.conf" <<CONF
-num-threads: 1
-user: nobody
-pid-file: $work/h2o.pid
-error-log: $work/logs/h2o-error.log
-listen:
-  host: 127.0.0.1
-  port: ${port[h2o]}
-hosts:
-  "default":
-    paths:
-      "/":
-        file.dir: $root
-CONF
+h2o_conf "${port[h2o]}" "$root" "$work/logs" > "$work/h2o.conf"
 cat > "$work/lighttpd.conf" <<CONF
 server.document-root = "$root"
 server.bind = "127.0.0.1"
@@ -130,13 +119,6 @@ for s in $servers; do
 done
 sleep 1.5
 
-server_pid() {  # the process that holds the listening socket of port $1 (NGINX: a worker)
-  local pids; pids=$(ss -ltnp "sport = :$1" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
-  for p in $pids; do
-    if [[ $(cat /proc/$p/comm) == nginx ]] && ! grep -q worker /proc/$p/cmdline; then continue; fi
-    echo "$p"; return
-  done
-}
 ctxsw() {  # voluntary + involuntary context switches of every thread of process $1
   cat /proc/"$1"/task/*/status 2>/dev/null |
     awk '/^(non)?voluntary_ctxt_switches/{n += $2} END {print n + 0}'

@@ -7,6 +7,8 @@
 # Usage: scripts/bench/server_bench.sh [SECONDS_PER_RUN] [ROUNDS] [weft extra TOML lines...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/peers_lib.sh
+source scripts/bench/peers_lib.sh
 secs="${1:-5}"
 rounds="${2:-3}"
 shift 2 || true
@@ -46,20 +48,7 @@ http {
   server { listen 127.0.0.1:18282; root $root; }
 }
 CONF
-cat > "$work/h2o.conf" <<CONF
-num-threads: 1
-user: nobody
-pid-file: $work/h2o.pid
-error-log: $work/h2o-error.log
-listen:
-  host: 127.0.0.1
-  port: 18283
-hosts:
-  "default":
-    paths:
-      "/":
-        file.dir: $root
-CONF
+h2o_conf 18283 "$root" "$work" > "$work/h2o.conf"
 cat > "$work/lighttpd.conf" <<CONF
 server.document-root = "$root"
 server.bind = "127.0.0.1"
@@ -79,13 +68,6 @@ taskset -c 0 lighttpd -D -f "$work/lighttpd.conf" &
 sleep 1.5
 
 declare -A port=([weft]=18281 [nginx]=18282 [h2o]=18283 [lighttpd]=18284)
-server_pid() {  # the process that holds the listening socket of port $1 (NGINX: a worker)
-  local pids; pids=$(ss -ltnp "sport = :$1" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
-  for p in $pids; do
-    if [[ $(cat /proc/$p/comm) == nginx ]] && ! grep -q worker /proc/$p/cmdline; then continue; fi
-    echo "$p"; return
-  done
-}
 results=$work/results.txt
 : > "$results"
 for r in $(seq "$rounds"); do
