@@ -3,8 +3,10 @@
 //
 // Waiters queue FIFO; notify_one wakes the oldest. Wakers claim under the list lock, and a
 // waiter whose timer fired unlinks itself under that lock, so a notification is never spent
-// on a waiter that already timed out. Spurious wake-ups do not happen, but use the predicate
-// forms anyway: another fiber may change the condition before the woken one relocks.
+// on a waiter that already timed out; they unpark only after releasing the lock, since a
+// woken fiber may destroy the condition variable at once (waiter.hpp). Spurious wake-ups do not
+// happen, but use the predicate forms anyway: another fiber may change the condition before the
+// woken one relocks.
 #pragma once
 
 #include <mutex>
@@ -71,11 +73,14 @@ class ConditionVariable {
   /// Wakes every waiter.
   void notify_all();
 
+  /// Returns the number of waiting fibers (a snapshot, for tests and metrics).
+  std::size_t waiting() const;
+
  private:
   void enqueue(Waiter* w);
   bool park_until(Waiter* w, TimePoint deadline);
 
-  Spinlock lock_;
+  mutable Spinlock lock_;
   WaitList waiters_;
 };
 

@@ -2,11 +2,13 @@
 // io_uring or epoll at start.
 #include "runtime/io_driver.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include <liburing.h>
 #include <spdlog/spdlog.h>
@@ -20,11 +22,23 @@ namespace weft::rt {
 // --- CancelToken / IoWait -------------------------------------------------------------
 
 void CancelToken::cancel() {
-  std::lock_guard g(lock_);
-  cancelled_ = true;
-  // Under our lock no waiting fiber can unregister (end() takes it), so every IoWait on the
-  // list is alive while its driver queues the request.
-  for (IoWait* w = inflight_; w; w = w->token_next) w->driver_->request_cancel(w);
+  // The drivers are woken after the lock is released: an unpark is a system call (and may
+  // run the caller's own driver, whose completions end waits of this token, which take the
+  // lock). Drivers live as long as their runtime, so they outlast the waits seen here.
+  std::vector<IoDriver*> drivers;
+  {
+    std::lock_guard g(lock_);
+    cancelled_ = true;
+    // Under our lock no waiting fiber can unregister (end() takes it), so every IoWait on
+    // the list is alive while its driver queues the request.
+    for (IoWait* w = inflight_; w; w = w->token_next) {
+      w->driver_->queue_cancel(w);
+      if (std::find(drivers.begin(), drivers.end(), w->driver_) == drivers.end()) {
+        drivers.push_back(w->driver_);
+      }
+    }
+  }
+  for (IoDriver* d : drivers) d->unpark();
 }
 
 bool CancelToken::cancelled() const {

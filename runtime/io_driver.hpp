@@ -321,6 +321,11 @@ DriverFactory make_io_driver_factory(const IoOptions& options);
 /// Makes an io_uring driver (the ring itself is set up on the owner thread, in attach()).
 std::unique_ptr<IoDriver> make_io_uring_driver(const IoOptions& options);
 
+/// Test seam: called (when set) with the result of each io_uring_enter that submits, which
+/// it replaces. A test returns -EBUSY to play a kernel that refuses submissions while its
+/// completion queue has a backlog it cannot flush (io_uring_enter(2); this one never does).
+inline int (*io_uring_submit_result)(int rc) = nullptr;
+
 /// Makes an epoll driver whose file reads that would block go to `workers` (shared by the
 /// drivers of one runtime; null: a pool of its own), raising its capacity by
 /// options.iowq_bounded threads.

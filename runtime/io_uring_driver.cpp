@@ -151,13 +151,7 @@ class IoUringDriver final : public IoDriver {
       // From a processor with a ring of its own: post a completion straight into ours.
       Processor* p = Processor::current();
       auto* mine = p ? dynamic_cast<IoUringDriver*>(p->io_driver()) : nullptr;
-      if (mine && mine != this && mine->ready_) {
-        io_uring_sqe* sqe = mine->get_sqe();
-        io_uring_prep_msg_ring(sqe, ring_.ring_fd, 0, kMsgWakeTag, 0);
-        io_uring_sqe_set_data64(sqe, kIgnoreTag);
-        mine->enter_submit();
-        return;
-      }
+      if (mine && mine != this && mine->ready_ && mine->post_wake(ring_.ring_fd)) return;
     }
     uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
@@ -300,7 +294,36 @@ class IoUringDriver final : public IoDriver {
   void enter_submit() {
     bump_owned(enters_);
     int rc = io_uring_submit_and_get_events(&ring_);
+    if (io_uring_submit_result) rc = io_uring_submit_result(rc);
     if (rc == -EBUSY) reap();  // CQ backlog: make room, the next poll submits
+  }
+
+  // Submits what is queued without ever reaping (a plain enter; on -EBUSY the entries stay
+  // queued for the next poll); returns whether the kernel took them.
+  bool submit_only() {
+    bump_owned(enters_);
+    int rc = io_uring_submit(&ring_);
+    if (io_uring_submit_result) rc = io_uring_submit_result(rc);
+    return rc >= 0;
+  }
+
+  // Owner thread (this is the caller's own ring): wakes the ring `target_fd` with a MSG_RING
+  // completion; returns false when it could not, for the caller to write the eventfd. Never
+  // reaps: unpark() runs inside reap() (a completion wakes a fiber, whose push wakes a
+  // sleeper) and inside CancelToken::cancel, and a reap here would walk the completions the
+  // outer reap is walking (handling them twice and advancing the head past the rest), or end
+  // a wait of the token being cancelled. While reaping it only queues: reap() sends the
+  // wake-ups queued during its walk in one enter when it is done.
+  bool post_wake(int target_fd) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);  // not get_sqe(): a full SQ would enter
+    if (!sqe) return false;
+    io_uring_prep_msg_ring(sqe, target_fd, 0, kMsgWakeTag, 0);
+    io_uring_sqe_set_data64(sqe, kIgnoreTag);
+    if (reaping_) {
+      wakes_queued_ = true;
+      return true;
+    }
+    return submit_only();  // not taken: queued for the next poll, and the eventfd meanwhile
   }
 
   // Queues the operation (or, when `poll_phase`, a readiness poll for it) and parks until
@@ -422,6 +445,7 @@ class IoUringDriver final : public IoDriver {
     io_uring_cqe* cqe;
     unsigned head;
     unsigned n = 0;
+    reaping_ = true;
     io_uring_for_each_cqe(&ring_, head, cqe) {
       uint64_t ud = cqe->user_data;
       if (ud == kWakeTag) {
@@ -440,6 +464,13 @@ class IoUringDriver final : public IoDriver {
       ++n;
     }
     io_uring_cq_advance(&ring_, n);
+    reaping_ = false;
+    // Wake-ups of other processors queued by the walk (post_wake). Refused (-EBUSY), they
+    // go with the next poll's enter, and meanwhile those processors nap or spin.
+    if (wakes_queued_) {
+      wakes_queued_ = false;
+      submit_only();
+    }
     if (!wake_armed_) arm_wake();
     return static_cast<int>(n);
   }
@@ -450,6 +481,8 @@ class IoUringDriver final : public IoDriver {
   int wake_fd_ = -1;
   uint64_t wake_buf_ = 0;
   bool wake_armed_ = false;
+  bool reaping_ = false;       // reap() is walking the completion queue
+  bool wakes_queued_ = false;  // post_wake() queued MSG_RING wake-ups during that walk
 };
 
 }  // namespace

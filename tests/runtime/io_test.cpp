@@ -3,11 +3,14 @@
 #include "runtime/io.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -800,6 +803,185 @@ TEST(IoUring, MsgRingWakeUpsAreNotLost) {
     other.join();
   });
   EXPECT_EQ(rounds.load(), 300);
+}
+
+// Aborts the test process, saying why, unless disarmed within `limit`: for tests whose
+// failure is a hang (a lost completion, a self-deadlock) that nothing else would bound.
+class HangGuard {
+ public:
+  HangGuard(const char* what, std::chrono::seconds limit)
+      : thread_([this, what, limit] {
+          std::unique_lock lock(mu_);
+          if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "hang guard: %s\n", what);
+            std::abort();
+          }
+        }) {}
+  ~HangGuard() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// A processor woken through MSG_RING while another reaps its completions: the waker's
+// unpark must not enter its own ring from inside reap(). With a kernel that answers a
+// submission over a completion backlog with -EBUSY (played here: the seam says -EBUSY to
+// every second one), that enter reaped the same ring again, re-processing the completions
+// the outer reap was walking and advancing its head past them: fibers woke with another
+// operation's result, or never. A small ring (8 entries) keeps the backlog there; readers
+// on several processors, woken thousands of times a round while the others park.
+TEST(IoUring, WakeUpsDuringReapNeverReenterIt) {
+  SKIP_WITHOUT_IO_URING();
+  static std::atomic<uint64_t> submits{0};
+  io_uring_submit_result = [](int rc) {
+    return submits.fetch_add(1, std::memory_order_relaxed) % 2 == 0 ? -EBUSY : rc;
+  };
+  IoOptions io;
+  io.backend = IoBackendKind::io_uring;
+  io.wake = WakeMethod::msg_ring;
+  io.ring_entries = 8;
+  RuntimeOptions o;
+  o.processors = 3;
+  o.make_driver = make_io_driver_factory(io);
+  Runtime rt(o);
+  HangGuard guard("completions lost or processed twice (a reap re-entered)", 60s);
+  constexpr int kReaders = 64;
+  const int rounds = scaled(60);
+  std::atomic<int> bad{0};
+  std::atomic<int> received{0};
+  rt.run([&] {
+    std::vector<std::array<int, 2>> pairs(kReaders);
+    for (auto& p : pairs) {
+      ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, p.data()), 0);
+    }
+    std::vector<FiberHandle> readers;
+    for (int i = 0; i < kReaders; ++i) {
+      readers.push_back(spawn([&, fd = pairs[i][0]] {
+        for (int r = 0; r < rounds; ++r) {
+          char b = 0;
+          int64_t n = io::recv(fd, &b, 1, 0, now() + 5s);
+          if (n != 1 || b != static_cast<char>('a' + r % 26)) {
+            bad.fetch_add(1);
+            return;
+          }
+          received.fetch_add(1);
+        }
+      }));
+    }
+    // The writer: a thread outside the runtime, one byte to every reader a round, and a
+    // pause after each round so that processors park and the next round's completions wake
+    // them (a bounded wait: a lost completion shows as a reader that stops counting).
+    std::thread writer([&] {
+      for (int r = 0; r < rounds && bad.load() == 0; ++r) {
+        char b = static_cast<char>('a' + r % 26);
+        for (auto& p : pairs) ASSERT_EQ(::write(p[1], &b, 1), 1);
+        auto limit = now() + 5s;
+        while (received.load() < (r + 1) * kReaders && bad.load() == 0 && now() < limit) {
+          std::this_thread::sleep_for(50us);
+        }
+        std::this_thread::sleep_for(300us);
+      }
+    });
+    for (auto& h : readers) h.join();
+    writer.join();
+    for (auto& p : pairs) {
+      ::close(p[0]);
+      ::close(p[1]);
+    }
+  });
+  io_uring_submit_result = nullptr;
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(received.load(), rounds * kReaders);
+}
+
+// CancelToken::cancel wakes the drivers of the token's waits: one on another processor
+// through MSG_RING from the canceller's ring. That unpark must neither reap the canceller's
+// ring (where a readiness wait of the same token has completed) nor run while the token's
+// lock is held: the reap ends that wait, which takes the token's lock, and the canceller
+// deadlocked on itself (with a kernel answering -EBUSY, played by the seam).
+TEST(IoUring, CancelWakingAnotherProcessorNeverDeadlocks) {
+  SKIP_WITHOUT_IO_URING();
+  io_uring_submit_result = [](int) { return -EBUSY; };
+  IoOptions io;
+  io.backend = IoBackendKind::io_uring;
+  io.wake = WakeMethod::msg_ring;
+  RuntimeOptions o;
+  o.processors = 2;
+  o.make_driver = make_io_driver_factory(io);
+  Runtime rt(o);
+  HangGuard guard("CancelToken::cancel deadlocked on its own lock", 30s);
+  std::atomic<int> ready_result{-1000};
+  std::atomic<int64_t> recv_result{-1000};
+  rt.run([&] {
+    int a[2], b[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, a), 0);
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, b), 0);
+    CancelToken token;
+    // A wait of the token on the other processor: this fiber and the other yield until
+    // each sees the other elsewhere (the idle processor steals one of them meanwhile), and
+    // then neither yields again, so each stays where it is.
+    std::atomic<int> main_on{-1};
+    std::atomic<int> other_on{-1};
+    auto other = spawn([&] {
+      for (auto limit = now() + 5s; now() < limit; yield()) {
+        int me = static_cast<int>(Processor::current()->index());
+        int m = main_on.load();
+        if (m >= 0 && m != me) {
+          other_on.store(me);
+          break;
+        }
+      }
+      char c;
+      recv_result = io::recv(b[0], &c, 1, 0, kNoDeadline, &token);
+    });
+    bool apart = false;
+    for (auto limit = now() + 5s; !apart && now() < limit;) {
+      int me = static_cast<int>(Processor::current()->index());
+      main_on.store(me);
+      int seen = other_on.load();
+      apart = seen >= 0 && seen != me;
+      if (!apart) yield();
+    }
+    ASSERT_TRUE(apart) << "the two fibers never ran on different processors";
+    // Busy, not asleep (a sleep might resume this fiber on the other processor): the
+    // other fiber registers its recv with the token meanwhile.
+    for (auto until = now() + 5ms; now() < until;) cpu_relax();
+    // A readiness wait of the token here, already satisfied: its poll completes as it is
+    // submitted, so its completion is in this ring when cancel() enters it.
+    ASSERT_EQ(::write(a[1], "x", 1), 1);
+    Semaphore fired{0};
+    struct Ctx {
+      std::atomic<int>* result;
+      Semaphore* fired;
+    } ctx{&ready_result, &fired};
+    ReadyWait rw;
+    ASSERT_EQ(io::when_ready(
+                  rw, a[0], POLLIN, kNoDeadline, &token,
+                  [](void* arg, int result) {
+                    auto* c = static_cast<Ctx*>(arg);
+                    c->result->store(result);
+                    c->fired->release();
+                  },
+                  &ctx),
+              0);
+    token.cancel();
+    fired.acquire();
+    other.join();
+    for (int fd : {a[0], a[1], b[0], b[1]}) ::close(fd);
+  });
+  io_uring_submit_result = nullptr;
+  EXPECT_TRUE(ready_result.load() == -ECANCELED || ready_result.load() == POLLIN);
+  EXPECT_EQ(recv_result.load(), -ECANCELED);
 }
 
 }  // namespace

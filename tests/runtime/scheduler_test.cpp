@@ -494,6 +494,13 @@ constexpr int64_t kReadySlackUs = 10'000;
 #else
 constexpr int64_t kReadySlackUs = 1'000;
 #endif
+// What the runtime may add to the kernel's own timer lateness (the issue's "within 2 ms of
+// its deadline"): two processors wake for the timer, one CPU of two is held.
+#if defined(WEFT_TSAN)
+constexpr int64_t kTimerSlackUs = 10'000;
+#else
+constexpr int64_t kTimerSlackUs = 2'000;
+#endif
 constexpr int kStrandRounds = 15;
 
 // Busy for `d` or until `done`, without yielding.
@@ -685,7 +692,7 @@ StrandWaits timer_lateness() {
 TEST(IdleProcessors, TimerFiresWhileItsProcessorIsHeld) {
   StrandWaits w = timer_lateness();
   if (!judgeable(w)) GTEST_SKIP() << "the kernel's timers were late by (us) " << show(w.kernel);
-  EXPECT_LE(median(w.fiber), median(w.kernel) + kReadySlackUs)
+  EXPECT_LE(median(w.fiber), median(w.kernel) + kTimerSlackUs)
       << "sleeper late by (us): " << show(w.fiber)
       << "; the kernel's own sleeper late by (us): " << show(w.kernel);
 }

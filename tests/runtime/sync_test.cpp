@@ -379,6 +379,33 @@ TEST(SyncLifetime, SemaphoreMayBeDestroyedRightAfterAcquire) {
       7, [](Semaphore& s) { s.release(8); }, [](Semaphore& s) { s.acquire(); }, int64_t{0});
 }
 
+// The lock a condition variable's waiter releases and retakes: none here, since only the
+// condition variable's own wait list is under test.
+struct NoLock {
+  void lock() {}
+  void unlock() {}
+};
+
+TEST(SyncLifetime, ConditionVariableMayBeDestroyedRightAfterNotifyAll) {
+  destroy_right_after_wake<ConditionVariable>(
+      32, [](ConditionVariable& cv) { cv.notify_all(); },
+      [](ConditionVariable& cv) {
+        NoLock l;
+        cv.wait(l);
+      });
+}
+
+// One waiter: the waker's last touch is the release of the list's lock, a store into the
+// poisoned buffer that only TSan sees (the tsan stage runs this).
+TEST(SyncLifetime, ConditionVariableMayBeDestroyedRightAfterNotifyOne) {
+  destroy_right_after_wake<ConditionVariable>(
+      0, [](ConditionVariable& cv) { cv.notify_one(); },
+      [](ConditionVariable& cv) {
+        NoLock l;
+        cv.wait(l);
+      });
+}
+
 TEST(SyncLifetime, ChannelMayBeDestroyedRightAfterClose) {
   destroy_right_after_wake<Channel<int>>(
       32, [](Channel<int>& c) { c.close(); }, [](Channel<int>& c) { EXPECT_FALSE(c.recv()); },
