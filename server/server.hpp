@@ -75,11 +75,16 @@ class Server {
   void drain();
   // Gives back what a burst left in the stack and working-state pools (runtime.pool_idle).
   void trim_pools();
-  void write_pid_file();
+  // Writes this process's id to server.pid_file and holds the file locked; returns false
+  // when another running weft holds it (a failure to write is logged, not fatal).
+  bool write_pid_file();
+  // Removes the pid file if it still names this process, and drops the lock.
+  void remove_pid_file();
 
   Config config_;  // as started: what a reload cannot change is read from here
   ConfigLoader reload_;
   int signal_fd_ = -1;
+  int pid_fd_ = -1;  // server.pid_file, locked (flock) while this server holds it
   uint64_t fd_limit_ = 0;
   std::unique_ptr<rt::Runtime> runtime_;
   std::shared_ptr<Metrics> metrics_;
