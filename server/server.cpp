@@ -201,7 +201,9 @@ bool Server::open() {
   live_ = make_generation(config_);
   if (!live_) return false;
   config_ = live_->config;  // with the sizes it was given
+  live_->number = 1;
   current_.publish(live_->ctx.get());
+  generations_.store(1, std::memory_order_relaxed);
   add_gauges();
   std::string addrs;
   for (const auto& a : config_.listen) addrs += (addrs.empty() ? "" : ", ") + a.to_string();
@@ -231,7 +233,6 @@ bool Server::open_sockets() {
 
 std::unique_ptr<Server::Generation> Server::make_generation(Config config) {
   auto g = std::make_unique<Generation>();
-  g->number = next_generation_++;
   unsigned procs = runtime_->processors();
   size_from_fd_limit(config, fd_limit_, listeners_.size(), procs);
   g->config = std::move(config);
@@ -362,7 +363,7 @@ void Server::add_gauges() {
     return n;
   });
   gauge("weft_config_generation", "Configurations loaded so far (1 at start, +1 per reload)",
-        [this] { return static_cast<double>(next_generation_ - 1); });
+        [this] { return static_cast<double>(generations_.load(std::memory_order_relaxed)); });
   const Config& config = config_;
   gauge("weft_iowq_max_workers_bounded", "io_uring bounded kernel workers allowed per processor",
         [&config] { return static_cast<double>(config.iowq_bounded); });
@@ -438,7 +439,9 @@ void Server::reload() {
   }
   spdlog::set_level(spdlog::level::from_str(g->config.log_level));
   start_housekeeping(*g);
+  g->number = live_->number + 1;   // counted once it serves: a refused reload is no generation
   current_.publish(g->ctx.get());  // returns once no acceptor admits into the old one
+  generations_.store(g->number, std::memory_order_relaxed);
   std::swap(g, live_);
   spdlog::info(
       "reloaded: generation {} serves new connections; generation {} retires with "
@@ -498,7 +501,8 @@ void Server::drain() {
   ctx.begin_drain();
   {
     DrainWatch watch(ctx);
-    if (!watch.wait_until(rt::now() + config_.timeouts_shutdown_grace)) {
+    // The live generation's grace: timeouts are among what a reload changes.
+    if (!watch.wait_until(rt::now() + live_->config.timeouts_shutdown_grace)) {
       spdlog::warn("grace period over: cancelling {} connection(s)", ctx.connections.count());
       ctx.cancel_all();
     }
@@ -528,7 +532,7 @@ void Server::serve() {
         {.name = "pool-trimmer"});
     int signo = wait_for_stop_signal();
     spdlog::info("{}: shutting down (grace {} ms, {} connection(s) open)", signal_name(signo),
-                 config_.timeouts_shutdown_grace.count(), live_->ctx->slots.open());
+                 live_->config.timeouts_shutdown_grace.count(), live_->ctx->slots.open());
     stop.cancel();
     trimmer_stop.release();
     trimmer.join();

@@ -25,6 +25,7 @@
 // Threads: construct, open() and serve() from one thread, outside any runtime.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -90,7 +91,9 @@ class Server {
   std::shared_ptr<Metrics> metrics_;
   std::vector<Listener> listeners_;
   int metrics_fd_ = -1;
-  unsigned next_generation_ = 1;
+  // Generations that served so far (weft_config_generation): written by the main fiber,
+  // read by the metrics endpoint's.
+  std::atomic<unsigned> generations_{0};
   CurrentContext current_;
   std::unique_ptr<Generation> live_;  // the generation new connections go to
   // Generations retiring (each owned by its retirement fiber); for shutdown and the pools.
