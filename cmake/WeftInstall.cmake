@@ -1,45 +1,32 @@
 # Installation (`cmake --install`) and the Debian package (`cpack -G DEB`).
 #
-# Layout, under CMAKE_INSTALL_PREFIX (the package uses /usr, so etc/ is /etc):
+# Layout, under the prefix given when installing (`cmake --install BUILD --prefix P`, else the
+# configured CMAKE_INSTALL_PREFIX; the package uses /usr, so etc/ is /etc):
 #   bin/weft, bin/weft-load
 #   etc/weft/weft.toml             conf/weft.toml with the installed site, MIME map and pid file
 #   share/weft/www/                the bundled site (www-fixtures/site)
 #   share/weft/mime.types          conf/mime.types
 #   share/man/man8/weft.8, share/man/man1/weft-load.1
 #   lib/systemd/system/weft.service
-# weft itself looks for etc/weft/weft.toml and share/weft/ under the same prefix
-# (server/CMakeLists.txt), so an installed weft runs with no arguments.
-
-set(WEFT_CONF_DIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/weft)
-set(WEFT_DATA_DIR ${CMAKE_INSTALL_FULL_DATADIR}/weft)
-
-# The installed configuration: the shipped one, with its three paths pointed at the
-# installed files. Every other value stays as documented in conf/weft.toml.
-file(READ ${PROJECT_SOURCE_DIR}/conf/weft.toml weft_toml)
-foreach(rule
-    "root = \"[^\"]*\"|root = \"${WEFT_DATA_DIR}/www\""
-    "mime_types = \"[^\"]*\"|mime_types = \"${WEFT_DATA_DIR}/mime.types\""
-    "pid_file = \"[^\"]*\"|pid_file = \"/run/weft/weft.pid\"")
-  string(REPLACE "|" ";" parts "${rule}")
-  list(GET parts 0 from)
-  list(GET parts 1 to)
-  string(REGEX MATCH "\n${from}\n" found "${weft_toml}")
-  if(NOT found)
-    message(FATAL_ERROR "conf/weft.toml has no line matching '${from}' to install")
-  endif()
-  string(REGEX REPLACE "\n${from}\n" "\n${to}\n" weft_toml "${weft_toml}")
-endforeach()
-file(WRITE ${PROJECT_BINARY_DIR}/install/weft.toml "${weft_toml}")
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/conf/weft.toml)
+# Every path is decided when installing, so an install under any prefix is whole: the
+# configuration and the unit are written then (WeftInstallLayout.cmake), naming that prefix's
+# files. weft finds etc/weft/weft.toml and share/weft/ next to its own binary
+# (server/config.cpp), falling back to the paths of the configured prefix, so an installed weft
+# runs with no arguments wherever it was installed.
 
 install(TARGETS weft weft-load RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# FULL: with the /usr prefix GNUInstallDirs puts the configuration in /etc, not /usr/etc.
-install(FILES ${PROJECT_BINARY_DIR}/install/weft.toml DESTINATION ${WEFT_CONF_DIR})
 install(FILES ${PROJECT_SOURCE_DIR}/conf/mime.types DESTINATION ${CMAKE_INSTALL_DATADIR}/weft)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/www-fixtures/site/ DESTINATION ${CMAKE_INSTALL_DATADIR}/weft/www)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/man/weft.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/man/weft-load.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/weft.service DESTINATION lib/systemd/system)
+install(CODE "
+  set(WEFT_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")
+  set(WEFT_BINARY_DIR \"${PROJECT_BINARY_DIR}\")
+  set(WEFT_SYSCONFDIR_SETTING \"${CMAKE_INSTALL_SYSCONFDIR}\")
+  set(WEFT_DATADIR_SETTING \"${CMAKE_INSTALL_DATADIR}\")
+  set(WEFT_BINDIR_SETTING \"${CMAKE_INSTALL_BINDIR}\")
+  include(\"${PROJECT_SOURCE_DIR}/cmake/WeftInstallLayout.cmake\")
+")
 
 # The .deb: `cpack -G DEB` in a build folder (scripts/package.sh). The binaries link these
 # Debian 12 libraries (ldd); the maintainer scripts add the weft system user and enable the

@@ -81,7 +81,10 @@ CodingWeights parse_accept_encoding(FieldLines lines) {
   auto weight = [star](int listed) {
     return static_cast<std::uint16_t>(listed >= 0 ? listed : star >= 0 ? star : 0);
   };
-  return {weight(br), weight(gzip)};
+  // A weight of 0 that the client gave (gzip's own, or the `*` that stands for it) refuses
+  // gzip; one that is 0 because nothing named it only leaves it out.
+  const bool gzip_refused = gzip == 0 || (gzip < 0 && star == 0);
+  return {weight(br), weight(gzip), gzip_refused};
 }
 
 }  // namespace weft::http

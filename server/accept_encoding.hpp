@@ -4,7 +4,8 @@
 // The field is a list of codings, each with an optional weight ("br;q=0.8, gzip"), on one or
 // more lines. A coding listed with q=0 is refused; `*` stands for every coding not listed;
 // "x-gzip" is gzip (§8.4.1.3); codings and the "q" are compared without case. A coding that
-// is neither listed nor covered by `*` is not acceptable, and so is every coding when the
+// is neither listed nor covered by `*` is not acceptable (but not refused: that takes an
+// explicit q=0, which server.precompressed = "always" obeys), and so is every coding when the
 // field is absent or empty: RFC 9110 lets a server send any coding to a client that sends no
 // Accept-Encoding, but like NGINX and H2O weft sends a compressed file only to one that asks.
 // A list element that does not parse (a bad weight, a stray character) is skipped; the
@@ -21,6 +22,7 @@ namespace weft::http {
 struct CodingWeights {
   std::uint16_t br = 0;
   std::uint16_t gzip = 0;
+  bool gzip_refused = false;  // gzip got an explicit q=0 (itself, or a `*` that covers it)
 };
 
 /// Returns the weights `lines` (the Accept-Encoding lines of a request) give br and gzip.

@@ -530,9 +530,34 @@ Config parse_config(std::string_view text, const fs::path& source) {
   return c;
 }
 
+namespace {
+
+// The prefix of the install this binary runs from (PREFIX/bin/weft), or empty when
+// /proc/self/exe cannot be read. An install may be moved or made under another prefix than
+// the build was configured with (cmake --install --prefix): its files are found from here.
+fs::path own_prefix() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.empty()) return {};
+  return exe.parent_path().parent_path();
+}
+
+// share/weft of the install this binary runs from when there is one, else of the configured
+// prefix.
+fs::path data_dir() {
+  std::error_code ec;
+  if (const fs::path prefix = own_prefix(); !prefix.empty()) {
+    fs::path own = prefix / "share" / "weft";
+    if (fs::is_directory(own, ec)) return own;
+  }
+  return fs::path{WEFT_DATADIR};
+}
+
+}  // namespace
+
 Config builtin_config() {
   Config c;
-  const fs::path data{WEFT_DATADIR};
+  const fs::path data = data_dir();
   std::error_code ec;
   c.root = data / "www";
   if (fs::is_regular_file(data / "mime.types", ec)) c.mime_types = data / "mime.types";
@@ -541,7 +566,20 @@ Config builtin_config() {
   return c;
 }
 
+fs::path installed_config_dir(const fs::path& prefix) {
+  fs::path p = prefix.lexically_normal();
+  if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "/usr/" is "/usr"
+  if (p == "/usr") return "/etc/weft";
+  if (p.string().starts_with("/opt/")) return fs::path{"/etc"} / p.relative_path() / "weft";
+  return p / "etc" / "weft";
+}
+
 fs::path default_config_path() {
+  std::error_code ec;
+  if (const fs::path prefix = own_prefix(); !prefix.empty()) {
+    fs::path own = installed_config_dir(prefix) / "weft.toml";
+    if (fs::exists(own, ec)) return own;
+  }
   return fs::path{WEFT_SYSCONFDIR} / "weft.toml";
 }
 

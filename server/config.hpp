@@ -150,9 +150,15 @@ Config load_config(const std::filesystem::path& file);
 /// bundled site (share/weft/www) with the installed MIME map when they exist.
 Config builtin_config();
 
-/// The configuration file weft reads when no -c is given and $WEFT_CONFIG is unset
-/// (etc/weft/weft.toml under the install prefix: /etc/weft/weft.toml for the package).
+/// The configuration file weft reads when no -c is given and $WEFT_CONFIG is unset:
+/// etc/weft/weft.toml of the install this binary runs from (/etc/weft/weft.toml for the
+/// package), else of the prefix the build was configured with.
 std::filesystem::path default_config_path();
+
+/// Returns the folder an install under `prefix` keeps weft.toml in, by GNUInstallDirs' rule,
+/// which the install follows too (cmake/WeftInstallLayout.cmake): /etc/weft for /usr,
+/// /etc/opt/X/weft for /opt/X, else prefix/etc/weft.
+std::filesystem::path installed_config_dir(const std::filesystem::path& prefix);
 
 /// Writes `config` as TOML, every key with a comment saying where its value came from.
 std::string dump_config(const Config& config);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <utility>
@@ -12,6 +14,7 @@
 #include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -170,7 +173,7 @@ Server::~Server() {
   for (auto& l : listeners_) ::close(l.fd);
   if (metrics_fd_ >= 0) ::close(metrics_fd_);
   if (signal_fd_ >= 0) ::close(signal_fd_);
-  if (!config_.pid_file.empty()) ::unlink(config_.pid_file.c_str());
+  remove_pid_file();
 }
 
 bool Server::open() {
@@ -185,7 +188,7 @@ bool Server::open() {
   }
   // Before the sockets: once weft takes connections, weft -s finds it (a signal sent before
   // serve() waits in the signalfd).
-  write_pid_file();
+  if (!write_pid_file()) return false;
   fd_limit_ = raise_fd_limit();
   try {
     runtime_ = std::make_unique<rt::Runtime>(runtime_options(config_));
@@ -198,7 +201,9 @@ bool Server::open() {
   live_ = make_generation(config_);
   if (!live_) return false;
   config_ = live_->config;  // with the sizes it was given
+  live_->number = 1;
   current_.publish(live_->ctx.get());
+  generations_.store(1, std::memory_order_relaxed);
   add_gauges();
   std::string addrs;
   for (const auto& a : config_.listen) addrs += (addrs.empty() ? "" : ", ") + a.to_string();
@@ -229,7 +234,6 @@ bool Server::open_sockets() {
 
 std::unique_ptr<Server::Generation> Server::make_generation(Config config) {
   auto g = std::make_unique<Generation>();
-  g->number = next_generation_++;
   unsigned procs = runtime_->processors();
   size_from_fd_limit(config, fd_limit_, listeners_.size(), procs);
   g->config = std::move(config);
@@ -274,15 +278,59 @@ void Server::start_housekeeping(Generation& g) {
       rt::spawn([&ctx, &g] { ctx.files->watch_loop(g.watch_stop); }, {.name = "fd-cache-inotify"});
 }
 
-void Server::write_pid_file() {
-  if (config_.pid_file.empty()) return;
+namespace {
+
+// Returns the process id the file at `path` holds, 0 when it holds none.
+long read_pid(const std::filesystem::path& path) {
+  char text[32] = {};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  return n > 0 ? std::strtol(text, nullptr, 10) : 0;
+}
+
+}  // namespace
+
+bool Server::write_pid_file() {
+  if (config_.pid_file.empty()) return true;
+  const std::string& path = config_.pid_file.string();
   // /run/weft is made by systemd (RuntimeDirectory); a server started by hand makes it.
   ::mkdir(config_.pid_file.parent_path().c_str(), 0755);
-  FILE* f = std::fopen(config_.pid_file.c_str(), "w");
-  if (!f || std::fprintf(f, "%d\n", static_cast<int>(::getpid())) < 0 || std::fclose(f) != 0) {
-    spdlog::error("pid file {}: {} (weft -s will not find this server)", config_.pid_file.string(),
-                  std::strerror(errno));
+  // Held locked while the server runs: a second weft with the same pid file must neither
+  // take it over (weft -s would lose this one) nor, failing to start, remove it.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      spdlog::critical(
+          "pid file {} is held by a running weft (pid {}); stop that one, or give "
+          "this one a server.pid_file of its own",
+          path, read_pid(config_.pid_file));
+      return false;
+    }
+    errno = err;
+  } else if (fd >= 0) {
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd, 0) == 0 &&
+        ::pwrite(fd, pid.data(), pid.size(), 0) == static_cast<ssize_t>(pid.size())) {
+      pid_fd_ = fd;
+      return true;
+    }
+    const int err = errno;
+    ::close(fd);
+    errno = err;
   }
+  spdlog::error("pid file {}: {} (weft -s will not find this server)", path, std::strerror(errno));
+  return true;
+}
+
+void Server::remove_pid_file() {
+  if (pid_fd_ < 0) return;
+  // Only a file that still names this process: one replaced meanwhile belongs to another.
+  if (read_pid(config_.pid_file) == ::getpid()) ::unlink(config_.pid_file.c_str());
+  ::close(std::exchange(pid_fd_, -1));  // and the lock with it
 }
 
 void Server::add_gauges() {
@@ -316,7 +364,7 @@ void Server::add_gauges() {
     return n;
   });
   gauge("weft_config_generation", "Configurations loaded so far (1 at start, +1 per reload)",
-        [this] { return static_cast<double>(next_generation_ - 1); });
+        [this] { return static_cast<double>(generations_.load(std::memory_order_relaxed)); });
   const Config& config = config_;
   gauge("weft_iowq_max_workers_bounded", "io_uring bounded kernel workers allowed per processor",
         [&config] { return static_cast<double>(config.iowq_bounded); });
@@ -392,7 +440,9 @@ void Server::reload() {
   }
   spdlog::set_level(spdlog::level::from_str(g->config.log_level));
   start_housekeeping(*g);
+  g->number = live_->number + 1;   // counted once it serves: a refused reload is no generation
   current_.publish(g->ctx.get());  // returns once no acceptor admits into the old one
+  generations_.store(g->number, std::memory_order_relaxed);
   std::swap(g, live_);
   spdlog::info(
       "reloaded: generation {} serves new connections; generation {} retires with "
@@ -452,7 +502,8 @@ void Server::drain() {
   ctx.begin_drain();
   {
     DrainWatch watch(ctx);
-    if (!watch.wait_until(rt::now() + config_.timeouts_shutdown_grace)) {
+    // The live generation's grace: timeouts are among what a reload changes.
+    if (!watch.wait_until(rt::now() + live_->config.timeouts_shutdown_grace)) {
       spdlog::warn("grace period over: cancelling {} connection(s)", ctx.connections.count());
       ctx.cancel_all();
     }
@@ -482,7 +533,7 @@ void Server::serve() {
         {.name = "pool-trimmer"});
     int signo = wait_for_stop_signal();
     spdlog::info("{}: shutting down (grace {} ms, {} connection(s) open)", signal_name(signo),
-                 config_.timeouts_shutdown_grace.count(), live_->ctx->slots.open());
+                 live_->config.timeouts_shutdown_grace.count(), live_->ctx->slots.open());
     stop.cancel();
     trimmer_stop.release();
     trimmer.join();

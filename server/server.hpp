@@ -25,6 +25,7 @@
 // Threads: construct, open() and serve() from one thread, outside any runtime.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -75,17 +76,24 @@ class Server {
   void drain();
   // Gives back what a burst left in the stack and working-state pools (runtime.pool_idle).
   void trim_pools();
-  void write_pid_file();
+  // Writes this process's id to server.pid_file and holds the file locked; returns false
+  // when another running weft holds it (a failure to write is logged, not fatal).
+  bool write_pid_file();
+  // Removes the pid file if it still names this process, and drops the lock.
+  void remove_pid_file();
 
   Config config_;  // as started: what a reload cannot change is read from here
   ConfigLoader reload_;
   int signal_fd_ = -1;
+  int pid_fd_ = -1;  // server.pid_file, locked (flock) while this server holds it
   uint64_t fd_limit_ = 0;
   std::unique_ptr<rt::Runtime> runtime_;
   std::shared_ptr<Metrics> metrics_;
   std::vector<Listener> listeners_;
   int metrics_fd_ = -1;
-  unsigned next_generation_ = 1;
+  // Generations that served so far (weft_config_generation): written by the main fiber,
+  // read by the metrics endpoint's.
+  std::atomic<unsigned> generations_{0};
   CurrentContext current_;
   std::unique_ptr<Generation> live_;  // the generation new connections go to
   // Generations retiring (each owned by its retirement fiber); for shutdown and the pools.

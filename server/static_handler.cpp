@@ -119,8 +119,11 @@ Representation choose_representation(ServerContext& ctx, const Request& req, Con
   if (ctx.config.precompressed != Precompressed::off) {
     rep.vary = true;
     CodingWeights w = parse_accept_encoding(req.accept_encoding());
-    // "always": gzip for every client, below any weight one can give (so after its br).
-    if (ctx.config.precompressed == Precompressed::always && w.gzip == 0) w.gzip = 1;
+    // "always": gzip for every client that does not refuse it (q=0, RFC 9110 §12.5.3),
+    // below any weight one can give (so after its br).
+    if (ctx.config.precompressed == Precompressed::always && w.gzip == 0 && !w.gzip_refused) {
+      w.gzip = 1;
+    }
     const bool gzip_first = w.gzip > w.br;
     const std::pair<const Coding*, std::uint16_t> order[] = {
         {gzip_first ? &kGzip : &kBrotli, gzip_first ? w.gzip : w.br},

@@ -11,7 +11,8 @@
 // symlink rules, misses cached) for the codings the client's Accept-Encoding takes, the
 // higher weight first and br on a tie, and serves the first that is a regular file, with
 // Content-Encoding, f's Content-Type and the variant's own validators; "always" also serves
-// f.gz to a client that does not ask for gzip (after an accepted br). f itself must exist,
+// f.gz to a client that does not ask for gzip (after an accepted br), though not to one
+// that refuses it with q=0 (RFC 9110 §12.5.3). f itself must exist,
 // as H2O requires: a lone f.gz never appears under a name that is not there. A variant's
 // ETag is its file's with "-br" or "-gz" inside the quotes, so it can never equal an
 // identity tag (those are hex) even when both files share an mtime and a size; preconditions

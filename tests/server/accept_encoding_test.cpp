@@ -1,5 +1,5 @@
 // Tests server/accept_encoding.cpp: a table of Accept-Encoding values and the weights they
-// give br and gzip, and a field sent on several lines.
+// give br and gzip (and whether gzip was refused outright), and a field sent on several lines.
 #include "server/accept_encoding.hpp"
 
 #include <string>
@@ -15,6 +15,7 @@ struct Case {
   std::vector<std::string> lines;  // none: the field is absent
   std::uint16_t br;
   std::uint16_t gzip;
+  bool gzip_refused = false;  // an explicit q=0 (of gzip, or of a `*` that covers it)
 };
 
 const Case kCases[] = {
@@ -23,11 +24,13 @@ const Case kCases[] = {
     {"gzip", {"gzip"}, 0, 1000},
     {"br and gzip", {"gzip, deflate, br"}, 1000, 1000},
     {"weights", {"br;q=0.5, gzip"}, 500, 1000},
-    {"gzip refused", {"gzip;q=0"}, 0, 0},
-    {"q=0.000 refuses too", {"gzip;q=0.000, br;q=0.001"}, 1, 0},
+    {"gzip refused", {"gzip;q=0"}, 0, 0, true},
+    {"q=0.000 refuses too", {"gzip;q=0.000, br;q=0.001"}, 1, 0, true},
+    {"x-gzip refused", {"x-gzip;q=0, br"}, 1000, 0, true},
     {"star", {"*"}, 1000, 1000},
-    {"star refused", {"*;q=0"}, 0, 0},
-    {"star for what is not listed", {"gzip;q=0, *;q=0.3"}, 300, 0},
+    {"star refused", {"*;q=0"}, 0, 0, true},
+    {"star refuses only what is not listed", {"*;q=0, gzip;q=0.2"}, 0, 200},
+    {"star for what is not listed", {"gzip;q=0, *;q=0.3"}, 300, 0, true},
     {"listed beats star whatever the order", {"*;q=0.2, br;q=0.9"}, 900, 200},
     {"identity only", {"identity"}, 0, 0},
     {"identity refused, nothing else", {"identity;q=0"}, 0, 0},
@@ -36,12 +39,14 @@ const Case kCases[] = {
     {"x-gzip is gzip", {"x-gzip"}, 0, 1000},
     {"whitespace around the parts", {" gzip ; q=0.5 ,\tbr "}, 1000, 500},
     {"q=1.000", {"br;q=1.000"}, 1000, 0},
-    {"q=1. and q=0.", {"br;q=1., gzip;q=0."}, 1000, 0},
+    {"q=1. and q=0.", {"br;q=1., gzip;q=0."}, 1000, 0, true},
     {"first listing counts", {"gzip;q=0.1, gzip"}, 0, 100},
+    {"first listing counts, a refusal too", {"gzip;q=0, gzip"}, 0, 0, true},
     {"other parameters are skipped", {"gzip;level=9;q=0.4"}, 0, 400},
     {"empty list elements", {",, gzip ,"}, 0, 1000},
     {"q above 1: the element is skipped", {"gzip;q=1.5, br"}, 1000, 0},
     {"q=1.001: skipped", {"gzip;q=1.001"}, 0, 0},
+    {"a bad refusal is no refusal", {"gzip;q=0.0000"}, 0, 0},
     {"four decimals: skipped", {"gzip;q=0.5000"}, 0, 0},
     {"a letter in q: skipped", {"gzip;q=0.x"}, 0, 0},
     {"space around =: skipped", {"gzip;q = 0.5, br"}, 1000, 0},
@@ -66,6 +71,7 @@ TEST(AcceptEncoding, Table) {
     const CodingWeights w = parse_accept_encoding(FieldLines(headers, Field::accept_encoding));
     EXPECT_EQ(w.br, c.br);
     EXPECT_EQ(w.gzip, c.gzip);
+    EXPECT_EQ(w.gzip_refused, c.gzip_refused);
   }
 }
 

@@ -304,5 +304,16 @@ TEST(ParseListenAddress, Table) {
   EXPECT_FALSE(parse_listen_address("127.0.0.1:80x"));
 }
 
+// GNUInstallDirs' rule, as cmake/WeftInstallLayout.cmake applies it when installing
+// (tests/package/test_install.py checks the two agree on real installs).
+TEST(InstalledConfigDir, Table) {
+  EXPECT_EQ(installed_config_dir("/usr"), "/etc/weft");
+  EXPECT_EQ(installed_config_dir("/usr/"), "/etc/weft");
+  EXPECT_EQ(installed_config_dir("/opt/weft"), "/etc/opt/weft/weft");
+  EXPECT_EQ(installed_config_dir("/usr/local"), "/usr/local/etc/weft");
+  EXPECT_EQ(installed_config_dir("/srv/a/../b"), "/srv/b/etc/weft");
+  EXPECT_EQ(installed_config_dir("/home/u/.local"), "/home/u/.local/etc/weft");
+}
+
 }  // namespace
 }  // namespace weft::http

@@ -308,7 +308,10 @@ TEST_F(PrecompressedTest, PreconditionsAndRangesApplyToTheVariant) {
 TEST_F(PrecompressedTest, AlwaysServesGzipUnasked) {
   config_.precompressed = Precompressed::always;
   EXPECT_EQ(served("/hello.txt", nullptr), "/hello.txt.gz");
-  EXPECT_EQ(served("/hello.txt", "gzip;q=0"), "/hello.txt.gz");
+  EXPECT_EQ(served("/hello.txt", "identity"), "/hello.txt.gz");
+  // An explicit q=0 is a refusal (RFC 9110 §12.5.3), unlike a coding left out.
+  EXPECT_EQ(served("/hello.txt", "gzip;q=0"), "/hello.txt");
+  EXPECT_EQ(served("/hello.txt", "*;q=0"), "/hello.txt");
   EXPECT_EQ(served("/hello.txt", "br;q=0.1"), "/hello.txt.br");
   EXPECT_EQ(served("/dirvariant.txt", nullptr), "/dirvariant.txt");
 }

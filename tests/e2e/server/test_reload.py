@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from weft_harness import WEFT, WeftServer, BACKENDS, free_port, toml_value  # noqa: E402
+from weft_harness import WEFT, WeftServer, BACKENDS, free_port, metric, toml_value  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "loadgen"))
 from loadgen_harness import run_load  # noqa: E402
 
@@ -46,9 +46,11 @@ class Reload:
         self.addCleanup(shutil.rmtree, self.base, True)
         self.roots = [make_root(self.base, "a"), make_root(self.base, "b")]
         self.pid_file = os.path.join(self.base, "weft.pid")
+        self.metrics_port = free_port()
         self.srv = WeftServer(self.roots[0], self.backend, {
             "server": {"pid_file": self.pid_file},
             "log": {"level": "info"},
+            "metrics": {"enabled": True, "listen": "127.0.0.1:%d" % self.metrics_port},
         })
         self.addCleanup(self.srv.cleanup)
         self.srv.start()
@@ -123,6 +125,45 @@ class Reload:
         self.assertIn("key 'limits.max_uri_bytes' must be between", self.srv.log())
         self.assertEqual(self.which(), "a")
         self.assertEqual(self.reloads(), 0)
+
+    def test_generation_gauge_counts_only_generations_that_serve(self):
+        def generation():
+            return metric(self.metrics_port, "weft_config_generation")
+        self.assertEqual(generation(), 1)
+        # Loads, but its generation cannot be built: its access log cannot be opened (under a
+        # file, where no folder can be made).
+        self.rewrite(**{"log.access_log": os.path.join(self.roots[0], "which.txt", "access.log")})
+        self.srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reload refused" in self.srv.log(), what="the refusal")
+        self.assertEqual(generation(), 1)
+        self.rewrite(**{"log.access_log": "off", "server.root": self.roots[1]})
+        self.srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: self.reloads() == 1, what="the reload")
+        self.assertIn("reloaded: generation 2 serves new connections", self.srv.log())
+        self.assertEqual(generation(), 2)
+
+    def test_shutdown_waits_the_live_generations_grace(self):
+        # Started with a long grace, reloaded with a short one: a client that stalls a
+        # download is cancelled after the short one.
+        srv = WeftServer(self.roots[1], self.backend, {"timeouts": {"shutdown_grace": "60s"},
+                                                       "log": {"level": "info"}})
+        self.addCleanup(srv.cleanup)
+        with open(os.path.join(self.roots[1], "big.bin"), "wb") as f:
+            f.truncate(64 << 20)  # more than every socket buffer between the two holds
+        srv.start()
+        with open(srv.config) as f:
+            text = f.read()
+        with open(srv.config, "w") as f:
+            f.write(text.replace('shutdown_grace = "60s"', 'shutdown_grace = "300ms"'))
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded: generation" in srv.log(), what="the reload")
+        with srv.client() as c:
+            c.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertEqual(c.response(body=False).status, 200)  # and reads no further
+            srv.proc.send_signal(signal.SIGTERM)
+            # Generous: 300 ms is the grace; the start-up one would be 60 s.
+            self.assertEqual(srv.proc.wait(20), 0)
+        self.assertIn("shutting down (grace 300 ms", srv.log())
 
     def test_listen_change_is_refused_clearly(self):
         other = free_port()
