@@ -333,7 +333,8 @@ def check_machine(p, a):
     a.cap_fraction, a.cap_why = choose_cap(p, a)
     # Shared cores measure the servers only when a cap leaves weft-load its headroom (the
     # several-processors-on-two-cores case: N processors on cores 0-1 capped at N x 10%).
-    if set(a.server_cpus) & set(a.load_cpus) and not a.cap_fraction:
+    # The cap must be asked for: a default one is sized for disjoint cores.
+    if set(a.server_cpus) & set(a.load_cpus) and not (a.server_cpu and a.cap_fraction):
         p.error("--server-cores and --load-cores must be disjoint, or the servers capped "
                 "with --server-cpu")
 

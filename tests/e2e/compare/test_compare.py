@@ -103,7 +103,9 @@ class CompareQuick(unittest.TestCase):
                      "WEFT_BINARY and WEFT_LOAD_BINARY must name the built binaries")
 class CompareUsage(unittest.TestCase):
     def test_bad_options_exit_two(self):
-        for args in (["--server-cores", "0", "--load-cores", "0"], ["--servers", "apache"],
+        for args in (["--server-cores", "0", "--load-cores", "0"],
+                     ["--server-cores", "0-1", "--load-cores", "0-1", "--server-cpu", "0"],
+                     ["--servers", "apache"],
                      ["--rates", "5:1:1"], ["--calls", "3..1"]):
             r = compare(*args, timeout=30)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
