@@ -90,13 +90,15 @@ class Reload:
                               capture_output=True, text=True, timeout=10)
 
     def test_reload_under_load_loses_no_session(self):
-        # 2,000 sessions/s of 1..5 calls (6,000 requests/s). Measured here on two cores
-        # shared with weft-load, the ASan build served 9,600 sessions/s without an error,
-        # and ctest runs a second test beside this one, so this is about half of what it
-        # can serve then; the release build serves far more.
+        # 1,000 sessions/s of 1..5 calls (3,000 requests/s): a load well inside capacity,
+        # since the test is about reloads losing nothing, not about how much weft serves.
+        # The ASan build served 9,600 sessions/s alone here once, but on 2026-12-03 this VM
+        # ran every benchmark at about half of the day before, and at 2,000 sessions/s with
+        # a second test beside it the listen queue passed limits.max_queue_wait (a reset by
+        # design) in the ASan run.
         load = subprocess.Popen(
             [os.environ["WEFT_LOAD_BINARY"], "--server", "127.0.0.1", "--port", str(self.srv.port),
-             "--uri", "/hello.txt", "--num-calls", "1..5", "--rate", "2000", "--duration", "6",
+             "--uri", "/hello.txt", "--num-calls", "1..5", "--rate", "1000", "--duration", "6",
              "--timeout", "5", "--json", os.path.join(self.base, "load.json"), "--quiet"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(0.5)
@@ -113,7 +115,7 @@ class Reload:
         self.assertEqual(load.returncode, 0, out)
         with open(os.path.join(self.base, "load.json")) as f:
             report = json.load(f)
-        self.assertEqual(report["sessions"]["completed"], 12000, out)
+        self.assertEqual(report["sessions"]["completed"], 6000, out)
         self.assertEqual(report["sessions"]["failed"], 0, out)
         self.assertEqual(report["errors"]["all_classes_total"], 0, out)
         self.assertNotIn("[error]", self.srv.log())
