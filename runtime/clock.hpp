@@ -27,6 +27,14 @@ inline TimePoint now() {
 /// timestamps that tolerate being early by that much, never for sleeps.
 TimePoint coarse_now();
 
+/// Returns the time `d` from now, saturated: TimePoint::max() (no time limit) when that is
+/// further than the clock can count, as for Duration::max(); now() for a negative `d`.
+inline TimePoint deadline_after(Duration d) {
+  TimePoint t = now();
+  if (d <= Duration::zero()) return t;
+  return d >= TimePoint::max() - t ? TimePoint::max() : t + d;
+}
+
 /// Returns t as nanoseconds since the clock's epoch (for atomics and kernel timeouts).
 inline int64_t to_ns(TimePoint t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();

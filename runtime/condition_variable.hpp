@@ -61,10 +61,10 @@ class ConditionVariable {
     return true;
   }
 
-  /// Like wait_until with a relative timeout.
+  /// Like wait_until with a relative timeout (Duration::max(): none).
   template <typename Lock, typename Pred>
   bool wait_for(Lock& lock, Duration d, Pred pred) {
-    return wait_until(lock, now() + d, std::move(pred));
+    return wait_until(lock, deadline_after(d), std::move(pred));
   }
 
   /// Wakes the oldest waiter, if any.

@@ -8,6 +8,9 @@
 // nothing refers to the wait once the fiber runs again. A wait ended by its event leaves the
 // registration in epoll, disarmed by EPOLLONESHOT, and the next wait on that descriptor
 // re-arms it with one EPOLL_CTL_MOD: one system call per wait instead of an ADD and a DEL.
+// A wait ended by its deadline or a cancel deletes the registration only if it is still its
+// own (the table records which wait armed it): its descriptor may have been closed and the
+// number registered again by a newer wait.
 // A file read at an offset tries preadv2(RWF_NOWAIT) first, which copies what the page
 // cache holds; one that would wait for the disk goes to the shared FileWorkers pool while
 // the fiber parks. File writes, open, statx and close are plain system calls: they block
@@ -156,18 +159,32 @@ class EpollDriver final : public IoDriver {
   // wait holds it. Closing a file removes its registrations, so a number may say `idle` for
   // a closed descriptor: the MOD then fails with ENOENT and the wait adds it. accept and
   // connect reset the number they hand out, which keeps that detour off the usual path.
+  // An armed registration also names the wait that armed it (its wait-table slot, held until
+  // that wait completes): a wait whose descriptor was closed meanwhile, and whose number a
+  // new wait has registered again, must not touch the new registration when it completes.
   enum class Reg : uint8_t { none, idle, armed };
+  struct RegEntry {
+    Reg state = Reg::none;
+    uint32_t slot = 0;  // while armed: the wait's slot
+  };
 
-  Reg& reg(int fd) {
+  RegEntry& reg(int fd) {
     if (static_cast<std::size_t>(fd) >= reg_.size()) reg_.resize(static_cast<std::size_t>(fd) + 64);
     return reg_[static_cast<std::size_t>(fd)];
   }
 
-  void forget(int fd) { reg(fd) = Reg::none; }
+  void forget(int fd) { reg(fd).state = Reg::none; }
 
-  // Registers (or re-arms) fd for one event; returns epoll_ctl's result (errno set).
-  int register_fd(int fd, epoll_event& ev) {
-    Reg state = reg(fd);
+  // Returns whether w's own registration is the one armed under its descriptor's number.
+  bool owns_registration(const ReadyWait& w) {
+    const RegEntry& e = reg(w.fd);
+    return e.state == Reg::armed && e.slot == w.slot;
+  }
+
+  // Registers (or re-arms) fd for one event of the wait in `slot`; returns epoll_ctl's
+  // result (errno set).
+  int register_fd(int fd, epoll_event& ev, uint32_t slot) {
+    Reg state = reg(fd).state;
     int rc = -1;
     if (state == Reg::armed) {
       errno = EEXIST;  // another wait of this processor holds fd
@@ -177,7 +194,7 @@ class EpollDriver final : public IoDriver {
     } else {
       rc = epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
     }
-    if (rc == 0) reg(fd) = Reg::armed;
+    if (rc == 0) reg(fd) = {Reg::armed, slot};
     return rc;
   }
 
@@ -291,7 +308,7 @@ class EpollDriver final : public IoDriver {
     epoll_event ev{};
     ev.events = static_cast<uint32_t>(events) | EPOLLONESHOT;
     ev.data.u64 = (uint64_t{slots_[w.slot].gen} << 32) | w.slot;
-    int rc = register_fd(fd, ev);
+    int rc = register_fd(fd, ev, w.slot);
     if (rc < 0 && errno == EEXIST) {
       // Another wait of this processor holds fd (two acceptors sharing a listening socket,
       // say). epoll keys a registration by file and descriptor, so a duplicate descriptor
@@ -336,11 +353,14 @@ class EpollDriver final : public IoDriver {
       // descriptor keeps the file open. Closing it leaves the caller's fd as it was.
       epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd, nullptr);
       ::close(w->fd);
+    } else if (!owns_registration(*w)) {
+      // The number names another file now, registered by a later wait: ours was closed, and
+      // its registration went with it. Leave that one alone.
     } else if (by_event) {
-      reg(w->fd) = Reg::idle;  // EPOLLONESHOT disarmed it
+      reg(w->fd).state = Reg::idle;  // EPOLLONESHOT disarmed it
     } else {
       epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd, nullptr);  // still armed: a timeout or a cancel
-      reg(w->fd) = Reg::none;
+      reg(w->fd).state = Reg::none;
     }
     free_slot(w->slot);
     if (w->has_timer) {
@@ -416,7 +436,7 @@ class EpollDriver final : public IoDriver {
   int wake_fd_ = -1;
   std::vector<FdWait> slots_;
   std::vector<uint32_t> free_;
-  std::vector<Reg> reg_;                  // by descriptor
+  std::vector<RegEntry> reg_;             // by descriptor
   std::shared_ptr<FileWorkers> workers_;  // shared by every processor's driver
 };
 

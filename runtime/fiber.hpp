@@ -204,9 +204,9 @@ inline void unpark(Fiber* f) {
 /// Parks the calling fiber until `deadline`; never returns earlier.
 void sleep_until(TimePoint deadline);
 
-/// Parks the calling fiber for at least `d`.
+/// Parks the calling fiber for at least `d` (Duration::max(): for good).
 inline void sleep_for(Duration d) {
-  sleep_until(now() + d);
+  sleep_until(deadline_after(d));
 }
 
 }  // namespace weft::rt

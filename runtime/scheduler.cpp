@@ -707,10 +707,19 @@ void Runtime::wake_one() {
   {
     std::lock_guard lock(idle_mu_);
     if (sleepers_.empty() || searching_.load(std::memory_order_relaxed) != 0) return;
-    p = sleepers_.back();
-    sleepers_.pop_back();
+    // A pusher still listed as a sleeper is inside its own park (its driver reaped a
+    // completion there): it is awake and runs the work itself, so it is the one "woken",
+    // without a system call (it used to write its own eventfd, and its next park returned
+    // at once); parked, the others stay asleep.
+    Processor* self = Processor::current();
+    auto it = std::find(sleepers_.begin(), sleepers_.end(), self);
+    bool awake = it != sleepers_.end();
+    if (!awake) it = sleepers_.end() - 1;
+    p = *it;
+    sleepers_.erase(it);
     sleeping_.fetch_sub(1, std::memory_order_relaxed);
     searching_.fetch_add(1, std::memory_order_seq_cst);  // on p's behalf
+    if (awake) return;
   }
   p->driver_->unpark();
 }

@@ -36,7 +36,9 @@
 // Stamps are read racily (a stale one only hastens or delays one look).
 //
 // Idle protocol (after Go and Tokio): at most half the processors search for work at once.
-// Whoever makes work available wakes one parked processor if none is searching; a searcher
+// Whoever makes work available wakes one parked processor if none is searching (a pusher
+// still registered as a sleeper, inside its own park because its driver reaped a
+// completion there, counts itself as the one woken, with no system call); a searcher
 // that finds work and was the last one wakes another if any other work is ready anywhere (a
 // queue, the global queue, another processor's LIFO slot): a pusher that saw it searching
 // woke nobody, and the searcher may not have taken that fiber. A processor that parks registers as

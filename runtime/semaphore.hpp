@@ -31,8 +31,9 @@ class Semaphore {
   /// it got one.
   bool try_acquire_until(TimePoint deadline);
 
-  /// Takes a permit, waiting at most `d`; returns whether it got one.
-  bool try_acquire_for(Duration d) { return try_acquire_until(now() + d); }
+  /// Takes a permit, waiting at most `d` (Duration::max(): no limit); returns whether it
+  /// got one.
+  bool try_acquire_for(Duration d) { return try_acquire_until(deadline_after(d)); }
 
   /// Adds `n` permits, waking up to `n` waiters.
   void release(int64_t n = 1);

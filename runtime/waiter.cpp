@@ -7,6 +7,10 @@
 namespace weft::rt {
 
 bool Waiter::wait_until(TimePoint deadline) {
+  if (deadline == TimePoint::max()) {  // no time limit (deadline_after saturates to it)
+    wait();
+    return true;
+  }
   timed_out_ = false;
   TimerEntry timer;
   timer.deadline_ns = to_ns(deadline);

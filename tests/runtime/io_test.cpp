@@ -984,5 +984,53 @@ TEST(IoUring, CancelWakingAnotherProcessorNeverDeadlocks) {
   EXPECT_EQ(recv_result.load(), -ECANCELED);
 }
 
+// epoll: a cancel that ends a wait whose descriptor was closed meanwhile must not remove the
+// registration of a new wait on the same number. One processor: wait A on a socketpair end
+// (number N); that end is closed (its registration goes with the file); a new connection
+// gets N back and a second wait, B, registers N; then A's token is cancelled. The cancel
+// deleted N from epoll, so B saw its data only at its deadline.
+TEST(Epoll, StaleCancelLeavesAReusedNumbersWaitAlone) {
+  IoOptions io;
+  io.backend = IoBackendKind::epoll;
+  RuntimeOptions o;
+  o.processors = 1;
+  o.make_driver = make_io_driver_factory(io);
+  Runtime rt(o);
+  std::atomic<int64_t> a_result{-1000};
+  std::atomic<int64_t> b_result{-1000};
+  rt.run([&] {
+    uint16_t port;
+    int lfd = listen_loopback(&port);
+    int a[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, a), 0);
+    CancelToken token;
+    auto wait_a = spawn([&] {
+      char c;
+      a_result = io::recv(a[0], &c, 1, 0, kNoDeadline, &token);
+    });
+    yield();  // A is parked in its wait on a[0]
+    int n = a[0];
+    ::close(a[0]);
+    int fd = connect_to(port);
+    ASSERT_EQ(fd, n) << "the new connection did not get the closed number back";
+    int srv = io::accept(lfd, nullptr, nullptr, now() + 5s);
+    ASSERT_GE(srv, 0);
+    auto wait_b = spawn([&] {
+      char c;
+      b_result = io::recv(fd, &c, 1, 0, now() + 2s);
+    });
+    yield();  // B is parked in its wait on the same number
+    token.cancel();
+    wait_a.join();
+    ASSERT_EQ(::write(srv, "x", 1), 1);
+    auto start = now();
+    wait_b.join();
+    EXPECT_EQ(b_result.load(), 1);
+    EXPECT_LT(now() - start, 1s) << "B waited for its deadline";
+    EXPECT_EQ(a_result.load(), -ECANCELED);
+    for (int d : {fd, srv, a[1], lfd}) ::close(d);
+  });
+}
+
 }  // namespace
 }  // namespace weft::rt

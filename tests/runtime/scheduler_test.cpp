@@ -697,6 +697,74 @@ TEST(IdleProcessors, TimerFiresWhileItsProcessorIsHeld) {
       << "; the kernel's own sleeper late by (us): " << show(w.kernel);
 }
 
+// A driver whose park() delivers a completion made ready while parked, as the I/O drivers'
+// do when they reap inside park(), and that counts the unparks it is sent.
+class SelfCompletingDriver final : public Driver {
+ public:
+  const char* name() const override { return "self-completing"; }
+  int poll() override { return 0; }
+  void park(int64_t timeout_ns) override {
+    if (Fiber* f = pending.exchange(nullptr)) {
+      detail::unpark(f, false);
+      return;
+    }
+    basic_->park(timeout_ns);
+  }
+  void unpark() override {
+    unparks.fetch_add(1);
+    basic_->unpark();
+  }
+
+  std::atomic<Fiber*> pending{nullptr};
+  std::atomic<int> unparks{0};
+
+ private:
+  std::unique_ptr<Driver> basic_ = make_basic_driver();
+};
+
+// A processor whose own completion, handled inside its park, makes a fiber ready is awake
+// already: its push must not wake it again through its driver (an eventfd write, and a
+// spurious return from its next park), nor wake another processor for that fiber.
+TEST(IdleProcessors, OwnCompletionInParkWakesNobody) {
+  for (unsigned procs : {1u, 2u}) {
+    std::vector<SelfCompletingDriver*> drivers(procs);
+    RuntimeOptions o = opts(procs);
+    o.make_driver = [&](unsigned i) -> std::unique_ptr<Driver> {
+      auto d = std::make_unique<SelfCompletingDriver>();
+      drivers[i] = d.get();
+      return d;
+    };
+    Runtime rt(o);
+    int unparks = -1;
+    rt.run([&] {
+      settle();
+      auto* mine = drivers[Processor::current()->index()];
+      int before = 0;
+      for (auto* d : drivers) before += d->unparks.load();
+      // Parked until this processor's driver, parked too, completes "our operation".
+      mine->pending.store(current_fiber());
+      park();
+      unparks = -before;
+      for (auto* d : drivers) unparks += d->unparks.load();
+    });
+    EXPECT_EQ(unparks, 0) << procs << " processor(s)";
+  }
+}
+
+TEST(Scheduler, SleepForDurationMaxNeverReturns) {
+  Runtime rt(opts(1));
+  std::atomic<bool> returned{false};
+  rt.run([&] {
+    spawn([&] {
+      sleep_for(Duration::max());  // no time limit: now() + d saturates, it does not wrap
+      returned.store(true);
+    }).detach();
+    sleep_for(milliseconds(20));
+    EXPECT_FALSE(returned.load());
+  });
+  EXPECT_EQ(rt.leftover_fibers(), 1u);
+}
+
 TEST(IdleProcessors, QueuedFiberRunsWhileTwoHoldAndOneSleeps) {
   StrandWaits w = stranded_waits(false, RuntimeOptions{}.help_age);
   if (!judgeable(w)) GTEST_SKIP() << "the kernel's wake-ups took (us) " << show(w.kernel);

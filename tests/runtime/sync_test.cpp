@@ -214,6 +214,40 @@ TEST(ConditionVariable, WaitUntilTimesOutNeverEarly) {
   });
 }
 
+// Duration::max() means no time limit: now() + d must saturate, not wrap into the past
+// (which timed the waits out at once).
+TEST(Semaphore, TryAcquireForDurationMaxWaitsForARelease) {
+  Runtime rt(opts(1));
+  rt.run([&] {
+    Semaphore sem(0);
+    auto releaser = spawn([&] {
+      sleep_for(5ms);
+      sem.release();
+    });
+    EXPECT_TRUE(sem.try_acquire_for(Duration::max()));
+    releaser.join();
+  });
+}
+
+TEST(ConditionVariable, WaitForDurationMaxWaitsForANotify) {
+  Runtime rt(opts(1));
+  rt.run([&] {
+    Mutex m;
+    ConditionVariable cv;
+    bool flag = false;
+    auto notifier = spawn([&] {
+      sleep_for(5ms);
+      std::lock_guard g(m);
+      flag = true;
+      cv.notify_one();
+    });
+    std::unique_lock lk(m);
+    EXPECT_TRUE(cv.wait_for(lk, Duration::max(), [&] { return flag; }));
+    lk.unlock();
+    notifier.join();
+  });
+}
+
 TEST(Latch, OpensForAllWaiters) {
   Runtime rt(opts(2));
   Latch latch(10);
