@@ -53,6 +53,22 @@ void refuse(ServerContext& ctx, int fd, const sockaddr_storage& peer);
 /// two accepts. The bound starts unknown (the first connection is read), is set to the wait
 /// read, and grows by the time between accepts; under overload, where waits near the limit,
 /// every connection is read again, and below it about one per limits.max_queue_wait.
+///
+/// Where it does not hold, and why that is kept (issue 32, 2.10): the queue is FIFO by
+/// handshake, but the wait read is tcpi_last_data_recv, the time since the connection's last
+/// data (its handshake when none came). A connection whose request came late reads younger
+/// than its handshake, so the bound set from it can be too low for the one behind it: A
+/// completes its handshake at 0 s and sends its request at 1.5 s, B completes at 0.1 s and
+/// sends at 0.2 s; both accepted at 2 s, A reads 0.5 s, and B (1.8 s) is not read and is
+/// served instead of reset. No cheap sound bound exists: TCP_INFO has no handshake time, and
+/// a bound that never fell below its last value would read every connection for good.
+/// Kept because a miss costs little and does not last: the connection missed is served, as
+/// every connection was before the limit existed (one response to a client that may have
+/// left); the bound only grows until the next read, so reads resume within max_queue_wait of
+/// accepting; and the case the limit is for, a queue the server is behind on, has HTTP clients
+/// that send their request with the handshake (data and handshake ages then differ by a round
+/// trip), where the bound is sound and every connection near the limit is read. The
+/// admission gate, which samples the queue's length, does not depend on it.
 class WaitBound {
  public:
   /// Advances the bound to an accept at `now`; returns whether the wait may exceed `limit`

@@ -163,23 +163,29 @@ void ServerContext::begin_drain() {
   for (Connection* c = registry_head; c; c = c->next) c->drain();
 }
 
-CurrentContext::Pin::Pin(CurrentContext& slot) {
+CurrentContext::Pin::Pin(CurrentContext& current) {
   while (true) {
-    ServerContext* c = slot.current_.load();
-    c->pins.fetch_add(1);
-    if (slot.current_.load() == c) {
-      ctx_ = c;
+    const uint64_t epoch = current.epoch_.load();
+    Slot& slot = current.slots_[epoch % 2];
+    slot.pins.fetch_add(1);
+    if (current.epoch_.load() == epoch) {  // publish() will see this pin before it returns
+      pins_ = &slot.pins;
+      ctx_ = slot.context.load();
       return;
     }
-    c->pins.fetch_sub(1);  // swapped meanwhile: pin the new one
+    slot.pins.fetch_sub(1);  // published meanwhile: pin the new one
   }
 }
 
 ServerContext* CurrentContext::publish(ServerContext* next) {
-  ServerContext* old = current_.exchange(next);
+  const uint64_t epoch = epoch_.load();
+  Slot& old = slots_[epoch % 2];
+  // Free to refill: its last readers were waited for by the publish() before this one.
+  slots_[(epoch + 1) % 2].context.store(next);
+  epoch_.store(epoch + 1);
   // Bounded: a pin ends with its admission, or with an overload pause (max_queue_wait).
-  while (old && old->pins.load() != 0) rt::sleep_for(std::chrono::milliseconds(1));
-  return old;
+  while (old.pins.load() != 0) rt::sleep_for(std::chrono::milliseconds(1));
+  return old.context.load();
 }
 
 void ServerContext::cancel_all() {

@@ -93,8 +93,6 @@ struct ServerContext {
   std::mutex registry_mu;
   Connection* registry_head = nullptr;  // live connections (intrusive list), for shutdown
 
-  std::atomic<unsigned> pins{0};  // acceptors admitting into this context (CurrentContext)
-
   explicit ServerContext(const Config& c);
   ~ServerContext();
 
@@ -120,33 +118,49 @@ struct ServerContext {
 /// An acceptor pins the current context for each connection it admits (a Connection adds
 /// itself to the context's `connections` while pinned); publish() swaps in the next one and
 /// returns the previous once no acceptor holds a pin on it, so from then on its
-/// `connections` only falls and its owner may wait for them and free it. A pin is a counter
-/// on the context, checked again after the increment (the publisher stores, then reads the
-/// counter; both sequentially consistent), so pinning takes no lock.
+/// `connections` only falls and its owner may wait for them and free it.
+///
+/// The pin counts live here, not in the contexts: a pinner that read a context and was
+/// preempted before counting its pin would otherwise write into a context that publish()
+/// had meanwhile found unpinned and its owner freed (issue 32). Two slots alternate: each
+/// publish() moves to the next epoch, whose parity names the slot holding the current
+/// context and the count of its pins. A pin reads the epoch, counts itself in that epoch's
+/// slot, and reads the epoch again: unchanged, the slot's context is the current one and
+/// publish() will see the count (it stores the new epoch, then reads the old slot's count;
+/// all sequentially consistent); changed, it uncounts and tries again. A slot is refilled
+/// only two epochs later, after its count was seen at zero, so a pinner whose epoch went
+/// stale only ever touches a counter, never a context. Pinning takes no lock: two loads, an
+/// increment and a load, as cheap as the count inside the context was.
 class CurrentContext {
  public:
-  explicit CurrentContext(ServerContext* first = nullptr) : current_(first) {}
+  explicit CurrentContext(ServerContext* first = nullptr) { slots_[0].context.store(first); }
 
   /// Holds the context current at construction for the pin's lifetime.
   class Pin {
    public:
-    explicit Pin(CurrentContext& slot);
-    ~Pin() { ctx_->pins.fetch_sub(1); }
+    explicit Pin(CurrentContext& current);
+    ~Pin() { pins_->fetch_sub(1); }
     Pin(const Pin&) = delete;
     Pin& operator=(const Pin&) = delete;
     ServerContext& ctx() const { return *ctx_; }
 
    private:
+    std::atomic<unsigned>* pins_;
     ServerContext* ctx_;
   };
 
   /// Makes `next` current; returns the previous one once it is unpinned (parks 1 ms at a
   /// time meanwhile: a pin lasts one admission, or an overload pause of at most
-  /// limits.max_queue_wait). Call on a fiber.
+  /// limits.max_queue_wait). One caller at a time (the server's main fiber). Call on a fiber.
   ServerContext* publish(ServerContext* next);
 
  private:
-  std::atomic<ServerContext*> current_;
+  struct Slot {
+    std::atomic<ServerContext*> context{nullptr};
+    std::atomic<unsigned> pins{0};  // pins taken while this slot's epoch was current
+  };
+  std::atomic<uint64_t> epoch_{0};  // the current context is slots_[epoch_ % 2]
+  Slot slots_[2];
 };
 
 }  // namespace weft::http

@@ -1,13 +1,20 @@
 // Tests server/server_context: the pool lends working state with an empty queue and a fresh
 // parser and reuses what is given back; pipes come sized and are reused only when clean; the
-// connection registry reaches every live connection for shutdown.
+// connection registry reaches every live connection for shutdown; a pin never touches a
+// context that a reload retired and freed.
 #include "server/server_context.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include "runtime/scheduler.hpp"
 
 namespace weft::http {
 namespace {
@@ -65,6 +72,54 @@ TEST(ResourcePoolTest, PipesAreSizedAndReusedOnlyWhenClean) {
   auto r = pool.take_pipe();  // a new one
   ASSERT_GE(r.first, 0);
   pool.give_pipe(r, true);
+}
+
+// The reload race (issue 32, 2.2): an acceptor reads the current context and pins it while
+// publish() swaps in the next one and hands the old one back to be freed. A pin must never
+// touch the context once publish() returned it. Threads pin in a loop, as acceptors do on
+// every accept, while a fiber publishes fresh contexts and frees each old one at once; under
+// ASan a pin that wrote into (or read) a freed context is a heap-use-after-free, so the
+// check is the sanitizer's (it failed within 2 s there before the fix). Bounded by a count of
+// reloads and by time.
+TEST(CurrentContextTest, PinsRacingReloadsNeverTouchAFreedContext) {
+  Config config;
+  constexpr int kReloads = 1000;
+  constexpr auto kLimit = std::chrono::seconds(10);
+  // More pinners than CPUs: a pinner preempted between reading the slot and counting its
+  // pin is the interleaving that used to write into a freed context.
+  const unsigned pinners = std::max(4u, 2 * std::thread::hardware_concurrency());
+  ServerContext* latest = new ServerContext(config);
+  CurrentContext current(latest);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> pinned{0};
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < pinners; ++i) {
+    threads.emplace_back([&] {
+      uint64_t n = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        CurrentContext::Pin pin(current);
+        if (!pin.ctx().draining.load(std::memory_order_relaxed)) ++n;  // reads the context
+      }
+      pinned.fetch_add(n);
+    });
+  }
+  int reloads = 0;
+  rt::RuntimeOptions o;
+  o.processors = 1;
+  rt::Runtime runtime(o);
+  runtime.run([&] {
+    const auto limit = std::chrono::steady_clock::now() + kLimit;
+    for (; reloads < kReloads && std::chrono::steady_clock::now() < limit; ++reloads) {
+      auto* next = new ServerContext(config);
+      delete current.publish(next);  // unpinned: its owner frees it at once, as a retirement
+      latest = next;
+    }
+  });
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  delete latest;
+  EXPECT_GE(reloads, 10);  // ASan on two loaded cores: about 80 in the 10 s
+  EXPECT_GT(pinned.load(), 0u);
 }
 
 }  // namespace
