@@ -629,7 +629,14 @@ bool judgeable(const StrandWaits& w) {
 }
 
 void expect_not_stranded(const StrandWaits& w, const std::string& what) {
-  EXPECT_LE(median(w.fiber), median(w.kernel) + kReadySlackUs)
+  // On a loaded machine (ctest -j2 beside a build) a woken fiber's extra hops (an eventfd,
+  // a queue, a switch; for the LIFO slot a nap of help_age, then a steal) each wait for a
+  // CPU too: 4.0 to 7.7 ms against the kernel's 2.6 to 3.5 ms were seen. So up to kHold / 6
+  // more is allowed there: a stranded fiber waits for a holder, about kHold, and
+  // judgeable() keeps the kernel's own figure under kHold / 4, so the two never meet.
+  const int64_t slack =
+      std::max(kReadySlackUs, std::chrono::duration_cast<microseconds>(kHold).count() / 6);
+  EXPECT_LE(median(w.fiber), median(w.kernel) + slack)
       << what << "; fiber waits (us): " << show(w.fiber)
       << "; the kernel's wake-ups (us): " << show(w.kernel);
 }
