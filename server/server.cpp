@@ -85,8 +85,9 @@ bool needs_restart(std::string_view key) {
     if (key.starts_with(prefix)) return true;
   }
   for (std::string_view k :
-       {"server.listen", "server.backlog", "server.reuseport", "server.defer_accept", "server.pid_file", "io.backend",
-        "io.iowq_bounded", "io.iowq_unbounded", "io.ring_entries", "log.error_log"}) {
+       {"server.listen", "server.backlog", "server.reuseport", "server.defer_accept",
+        "server.pid_file", "io.backend", "io.iowq_bounded", "io.iowq_unbounded", "io.ring_entries",
+        "log.error_log"}) {
     if (key == k) return true;
   }
   return false;
