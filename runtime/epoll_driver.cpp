@@ -134,8 +134,6 @@ class EpollDriver final : public IoDriver {
                    : 0;
       case IoOpcode::close:
         return ::close(r.fd) < 0 ? -errno : 0;
-      case IoOpcode::shutdown:
-        return ::shutdown(r.fd, r.args.shutdown.how) < 0 ? -errno : 0;
       case IoOpcode::poll:
         return wait_ready(r.fd, r.args.poll.events, r.deadline, r.token);
     }

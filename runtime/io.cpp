@@ -234,8 +234,11 @@ void close_detached(int fd) {
 }
 
 int shutdown(int fd, int how) {
-  IoRequest r{.op = IoOpcode::shutdown, .fd = fd, .args = {.shutdown = {how}}};
-  return static_cast<int>(run(r));
+  // A plain system call on every backend: shutdown never blocks on a socket, and io_uring
+  // punts every IORING_OP_SHUTDOWN to an io-wq worker thread (the kernel marks it
+  // force-async), a thread wake-up and two context switches that took a fifth of the
+  // server's core under one-request connections (docs/benchmarks.md, "Connection cost").
+  return ::shutdown(fd, how) == 0 ? 0 : -errno;
 }
 
 int poll(int fd, short events, TimePoint deadline, CancelToken* token) {

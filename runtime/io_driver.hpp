@@ -90,7 +90,6 @@ enum class IoOpcode : uint8_t {
   openat2,
   statx,
   close,
-  shutdown,
   poll
 };
 
@@ -141,9 +140,6 @@ struct StatxArgs {  // statx under the directory IoRequest::fd
   unsigned mask;
   struct ::statx* out;
 };
-struct ShutdownArgs {
-  int how;  // SHUT_*
-};
 struct PollArgs {
   short events;  // POLL*
 };
@@ -163,7 +159,6 @@ struct IoRequest {
     SendfileArgs sendfile;
     OpenArgs open;
     StatxArgs stat;
-    ShutdownArgs shutdown;
     PollArgs poll;
   } args{};
   TimePoint deadline = kNoDeadline;

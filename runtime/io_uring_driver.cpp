@@ -159,13 +159,6 @@ class IoUringDriver final : public IoDriver {
 
   int64_t execute(IoRequest& req) override {
     if (req.op == IoOpcode::sendfile) return do_sendfile(req);
-    // The kernel punts every IORING_OP_SHUTDOWN to an io-wq worker thread (it is marked
-    // force-async): a thread wake-up and two context switches for a call that never blocks
-    // on a socket. Under one-request connections that worker took a fifth of the server's
-    // core (perf, docs/benchmarks.md "Connection cost"), so shut down here instead.
-    if (req.op == IoOpcode::shutdown) {
-      return ::shutdown(req.fd, req.args.shutdown.how) < 0 ? -errno : 0;
-    }
     // A non-blocking socket (or pipe) can still say -EAGAIN through io_uring: then wait
     // until it is ready (a poll) and try again. Each phase parks the fiber, which may then
     // resume on another processor: every phase goes to the ring of the processor the fiber
@@ -399,8 +392,7 @@ class IoUringDriver final : public IoDriver {
         io_uring_prep_poll_add(sqe, r.fd, static_cast<unsigned>(r.args.poll.events));
         break;
       case IoOpcode::sendfile:
-      case IoOpcode::shutdown:
-        break;  // handled synchronously (execute)
+        break;  // handled synchronously
     }
   }
 
