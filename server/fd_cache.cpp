@@ -166,7 +166,18 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
     // Loop: the next pass misses and loads (or waits for whoever got there first).
   }
 
-  // We own the load of `path`.
+  // We own the load of `path`. The slot points at `loading`, on this stack: should anything
+  // below throw (out of memory), the slot is dropped and its waiters are woken before the
+  // stack unwinds; else they would wait for ever on a list that is gone.
+  struct Abandon {
+    FdCache& cache;
+    Shard& shard;
+    std::string_view path;
+    bool armed = true;
+    ~Abandon() {
+      if (armed) cache.publish(shard, path, FileRef{});
+    }
+  } abandon{*this, s, path};
   if (metrics_) metrics_->on_fd_cache(shard_index, false);
   // Watch before opening: a change between the open and the watch would go unnoticed. The
   // slot is ours before the watch: an event read meanwhile marks it changed (invalidate).
@@ -174,6 +185,7 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
   FileRef entry = load(path);
   // A failure is watched too: creating the name is an event in its (watched) directory.
   entry->watched = watched && !entry->linked;
+  abandon.armed = false;
   publish(s, path, entry);
   return entry;
 }
@@ -205,8 +217,9 @@ void FdCache::publish(Shard& s, std::string_view path, FileRef entry) {
   auto it = s.map.find(path);
   Loading* loading = it->second.loading;
   it->second.loading = nullptr;
-  if (transient_error(entry->error) || it->second.changed) {
-    // Nothing learned about the file, or the file changed while it was opened: do not cache.
+  if (!entry || transient_error(entry->error) || it->second.changed) {
+    // The load failed (see lookup), nothing was learned about the file, or the file
+    // changed while it was opened: do not cache.
     erase_locked(s, it);
   } else {
     it->second.entry = std::move(entry);
@@ -280,7 +293,12 @@ void FdCache::keep_bytes(FileEntry& e) {
     bytes_->fetch_sub(e.size, std::memory_order_relaxed);
     return;
   }
-  e.bytes = std::make_unique<char[]>(e.size ? e.size : 1);
+  try {
+    e.bytes = std::make_unique<char[]>(e.size ? e.size : 1);
+  } catch (...) {  // out of memory: the budget back, and the load fails (see lookup)
+    bytes_->fetch_sub(e.size, std::memory_order_relaxed);
+    throw;
+  }
   e.bytes_account = bytes_;
   uint64_t got = 0;
   while (got < e.size) {

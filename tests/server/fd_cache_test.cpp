@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,9 +18,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/io_driver.hpp"
@@ -600,6 +604,60 @@ TEST_F(FdCacheTest, InotifyWindowIsOptIn) {
     rewrite_in_place(root_ / "w.txt", "window 2");
     EXPECT_EQ(body_of(c.lookup("/w.txt", 0)), "window 1");
   });
+}
+
+// The process's address space now, in bytes (/proc/self/statm counts pages).
+std::size_t address_space() {
+  unsigned long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%lu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// A load that throws (memory runs out while a small file is read into memory) leaves no
+// slot behind: its waiters' list lived on the unwound stack, so a later lookup of the path
+// that found the slot still loading waited on it for ever (or corrupted that stack). In a
+// child process, whose address space is limited so that the file's copy cannot be made.
+TEST_F(FdCacheTest, ALoadThatThrowsLeavesNoSlot) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers reserve terabytes of address space";
+#endif
+  // Larger than a glibc thread arena's heap (64 MiB, reserved whole): the copy needs a new
+  // mapping, which the limit below refuses.
+  constexpr std::size_t kSize = 100 << 20;
+  config_.fd_cache_max_file_bytes = 128 << 20;
+  config_.fd_cache_max_bytes = std::size_t{1} << 30;
+  write_file(root_ / "big.bin", std::string(kSize, 'b'));
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::alarm(30);  // a lookup waiting for ever ends the child
+    int code = 0;
+    with_cache([&](FdCache& c) {
+      rlimit old{};
+      ::getrlimit(RLIMIT_AS, &old);
+      rlimit tight = old;
+      ::malloc_trim(0);  // no free block left that could hold the copy without a new mapping
+      tight.rlim_cur = address_space() + (8 << 20);  // far less than the file
+      ::setrlimit(RLIMIT_AS, &tight);
+      try {
+        FileRef e = c.lookup("/big.bin", 0);
+        code = 1;  // no copy was attempted: the test proves nothing
+      } catch (const std::bad_alloc&) {
+      }
+      ::setrlimit(RLIMIT_AS, &old);
+      if (code != 0) return;
+      const FileRef e = c.lookup("/big.bin", 0);
+      if (e->error != 0 || e->size != kSize) code = 2;
+    });
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the load did not throw; 2: the second lookup failed";
 }
 
 TEST_F(FdCacheTest, SweepDropsInactiveEntries) {
