@@ -110,7 +110,7 @@ void FdCache::catch_up() {
 }
 
 FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
-  if (!enabled_) {
+  if (!enabled_ || retired_.load(std::memory_order_relaxed)) {
     if (metrics_) metrics_->on_fd_cache(shard_index, false);
     return load(path);
   }
@@ -217,9 +217,10 @@ void FdCache::publish(Shard& s, std::string_view path, FileRef entry) {
   auto it = s.map.find(path);
   Loading* loading = it->second.loading;
   it->second.loading = nullptr;
-  if (!entry || transient_error(entry->error) || it->second.changed) {
-    // The load failed (see lookup), nothing was learned about the file, or the file
-    // changed while it was opened: do not cache.
+  if (!entry || transient_error(entry->error) || it->second.changed ||
+      retired_.load(std::memory_order_relaxed)) {
+    // The load failed (see lookup), nothing was learned about the file, the file changed
+    // while it was opened, or the cache retired meanwhile: do not cache.
     erase_locked(s, it);
   } else {
     it->second.entry = std::move(entry);
@@ -428,6 +429,12 @@ void FdCache::clear() {
       it = next;
     }
   }
+}
+
+void FdCache::retire() {
+  // Before the clear: a load that publishes after the clear reached its shard sees it.
+  retired_.store(true, std::memory_order_relaxed);
+  clear();
 }
 
 void FdCache::invalidate(std::string_view path) {

@@ -81,6 +81,11 @@ class FdCache : private ChangeWatch::Sink {
   /// Drops every entry (in-flight responses keep theirs).
   void clear();
 
+  /// A reload retired this cache's generation: drops every entry (in-flight responses keep
+  /// theirs) and caches nothing more, so that retiring generations hold no descriptors
+  /// beyond their responses' (the live generation's cache has the whole fd budget).
+  void retire();
+
   /// Returns whether inotify watches the root (revalidate = "inotify" and usable).
   bool watching() const { return watch_ != nullptr; }
   /// Returns how many times the change queue was read (tests: reads are amortized).
@@ -155,6 +160,7 @@ class FdCache : private ChangeWatch::Sink {
   Metrics* metrics_;
   uint64_t resolve_;
   bool enabled_;
+  std::atomic<bool> retired_{false};
   std::size_t max_entries_;
   std::size_t shard_capacity_;
   int64_t valid_ns_, errors_valid_ns_, inactive_ns_;
