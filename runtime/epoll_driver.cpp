@@ -8,6 +8,8 @@
 // nothing refers to the wait once the fiber runs again. A wait ended by its event leaves the
 // registration in epoll, disarmed by EPOLLONESHOT, and the next wait on that descriptor
 // re-arms it with one EPOLL_CTL_MOD: one system call per wait instead of an ADD and a DEL.
+// A receive that waited is made by the driver as it reaps the event, before the fiber runs,
+// so that the receives of one batch carry one I/O stamp (io_epoch.hpp).
 // A file read at an offset tries preadv2(RWF_NOWAIT) first, which copies what the page
 // cache holds; one that would wait for the disk goes to the shared FileWorkers pool while
 // the fiber parks. File writes, open, statx and close are plain system calls: they block
