@@ -11,6 +11,8 @@
 // A wait ended by its deadline or a cancel deletes the registration only if it is still its
 // own (the table records which wait armed it): its descriptor may have been closed and the
 // number registered again by a newer wait.
+// A receive that waited is made by the driver as it reaps the event, before the fiber runs,
+// so that the receives of one batch carry one I/O stamp (io_epoch.hpp).
 // A file read at an offset tries preadv2(RWF_NOWAIT) first, which copies what the page
 // cache holds; one that would wait for the disk goes to the shared FileWorkers pool while
 // the fiber parks. File writes, open, statx and close are plain system calls: they block
@@ -35,6 +37,7 @@
 #include "runtime/file_workers.hpp"
 #include "runtime/io.hpp"
 #include "runtime/io_driver.hpp"
+#include "runtime/io_epoch.hpp"
 #include "runtime/scheduler.hpp"
 #include "runtime/timer.hpp"
 
@@ -85,16 +88,21 @@ class EpollDriver final : public IoDriver {
 
   int64_t execute(IoRequest& r) override {
     bump_owned(ops_);
+    if (r.op == IoOpcode::recv) return do_recv(r);  // stamps its result itself
+    const int64_t res = run(r);
+    if (receives(r)) set_io_stamp(io_epoch());  // after the system call that produced it
+    return res;
+  }
+
+ private:
+  int64_t run(IoRequest& r) {
     switch (r.op) {
       case IoOpcode::accept:
         return do_accept(r);
       case IoOpcode::connect:
         return do_connect(r);
       case IoOpcode::recv:
-        return retry(r, POLLIN, [&] {
-          const SocketIoArgs& a = r.args.socket;
-          return ::recv(r.fd, a.buf, a.len, a.msg_flags | MSG_DONTWAIT);
-        });
+        return do_recv(r);
       case IoOpcode::send:
         return retry(r, POLLOUT, [&] {
           const SocketIoArgs& a = r.args.socket;
@@ -140,7 +148,49 @@ class EpollDriver final : public IoDriver {
     return -ENOSYS;
   }
 
- private:
+  // A receive. One that has to wait for readiness is made by the driver as it reaps the
+  // event (complete()), not by the fiber once it runs: then every receive of a reaped batch
+  // is stamped before any fiber of the batch looks at what it read, and one look at a
+  // change queue serves them all (io_epoch.hpp). Made here when the bytes are there at once.
+  int64_t do_recv(IoRequest& r) {
+    const SocketIoArgs& a = r.args.socket;
+    bool wait = r.poll_first;
+    while (true) {
+      if (r.token && r.token->cancelled()) return -ECANCELED;
+      if (wait) {
+        ReadyWait w;
+        w.recv = &r;
+        const int64_t events = current()->wait_ready(w, r.fd, POLLIN, r.deadline, r.token);
+        if (events < 0) return events;
+        if (w.received != -EAGAIN) {
+          set_io_stamp(w.io.stamp);
+          return w.received;
+        }
+      }
+      const ssize_t n = ::recv(r.fd, a.buf, a.len, a.msg_flags | MSG_DONTWAIT);
+      const int err = n < 0 ? errno : 0;
+      if (err == EINTR) continue;
+      if (err != EAGAIN) {
+        set_io_stamp(io_epoch());
+        return err ? -err : n;
+      }
+      wait = true;
+    }
+  }
+
+  // Makes the receive that reaped wait `w` is for (see do_recv); leaves -EAGAIN in
+  // w.received when there was nothing after all, for the fiber to wait again.
+  static void receive_now(ReadyWait& w) {
+    const IoRequest& r = *w.recv;
+    const SocketIoArgs& a = r.args.socket;
+    ssize_t n;
+    do {
+      n = ::recv(r.fd, a.buf, a.len, a.msg_flags | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    w.received = n < 0 ? -errno : n;
+    w.io.stamp = io_epoch();
+  }
+
   // The epoll driver of the processor the calling fiber runs on now: a wait registers in
   // that processor's wait table, which only its owner thread touches.
   static EpollDriver* current() {
@@ -273,7 +323,13 @@ class EpollDriver final : public IoDriver {
 
   // Parks until fd is ready for events, the deadline, or a cancel; returns revents or -errno.
   int64_t wait_ready(int fd, short events, TimePoint deadline, CancelToken* token) {
-    ReadyWait w;  // on_complete unset: the completion wakes this fiber
+    ReadyWait w;
+    return wait_ready(w, fd, events, deadline, token);
+  }
+
+  // wait_ready() in `w`, the caller's (which may name a receive to make: see do_recv).
+  int64_t wait_ready(ReadyWait& w, int fd, short events, TimePoint deadline, CancelToken* token) {
+    // on_complete unset: the completion wakes this fiber
     w.io.reset(this, token);
     w.io.waiter.bind_current();
     int rc = arm(w, fd, events, deadline);
@@ -287,6 +343,7 @@ class EpollDriver final : public IoDriver {
                 ReadyWait::Callback fn, void* arg) override {
     r.io.reset(this, token);
     r.io.on_complete = [](IoWait* w) { finish_ready(*w->ready); };
+    r.recv = nullptr;  // a callback's fiber makes its own receive
     r.fn = fn;
     r.arg = arg;
     return arm(r, fd, events, deadline);
@@ -346,6 +403,7 @@ class EpollDriver final : public IoDriver {
   void complete(ReadyWait* w, int64_t result, bool by_event) {
     if (w->done) return;
     w->done = true;
+    if (by_event && w->recv) receive_now(*w);  // before the duplicate (if any) closes
     if (w->dup_fd) {
       // Removed first: the duplicate's registration would outlive its close while the caller's
       // descriptor keeps the file open. Closing it leaves the caller's fd as it was.

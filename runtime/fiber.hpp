@@ -13,6 +13,7 @@
 //
 // Who touches what: `ctx`, `stack` and the callable belong to whichever processor runs the
 // fiber; `park_state`, `join_word`, `refs` and `ready_at` are atomics any thread may use;
+// `io_stamp` is the fiber's own (set by the I/O driver on its behalf, read by the fiber);
 // `next` belongs to whichever queue or wait list holds the fiber (at most one at a time).
 //
 // Shutdown: a Fiber's control block is freed when both its own run and its handle are done
@@ -67,6 +68,8 @@ struct alignas(64) Fiber {
   std::atomic<uint64_t> ready_at{0};
   bool is_main = false;
   uint64_t id = 0;
+  // The epoch as of the fiber's latest I/O result (io_epoch.hpp); the fiber's own.
+  uint64_t io_stamp = UINT64_MAX;
   void (*invoke)(Fiber*) = nullptr;   // runs, then destroys, the callable
   void (*discard)(Fiber*) = nullptr;  // destroys a callable that never ran
   void* heap_callable = nullptr;      // callables larger than kInlineCallable live here

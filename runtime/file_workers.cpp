@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include "runtime/waiter.hpp"
@@ -27,20 +28,45 @@ int64_t FileWorkers::pread(int fd, void* buf, std::size_t len, int64_t offset) {
   Waiter waiter;
   Job job{.fd = fd, .buf = buf, .len = len, .offset = offset, .waiter = &waiter};
   {
-    std::lock_guard g(mu_);
+    std::unique_lock g(mu_);
+    // A new thread only when none is idle to take the job: a pool that serves cached
+    // files never starts one. Started before the job is queued: the job lives on this
+    // fiber's stack, so it must never wait in the queue for a thread that did not start.
+    if (idle_ == 0 && threads_.size() < capacity_ && !start_thread_locked() && threads_.empty()) {
+      // No thread at all (pthread_create failed: EAGAIN under a pids limit, RLIMIT_NPROC or
+      // TasksMax, or ENOMEM): read here, blocking this processor as a plain pread would.
+      g.unlock();
+      ssize_t n;
+      do {
+        n = ::pread(fd, buf, len, offset);
+      } while (n < 0 && errno == EINTR);
+      return n < 0 ? -errno : n;
+    }
+    // Queued for a thread that is idle, just started, or busy but bound to come back.
     if (tail_) {
       tail_->next = &job;
     } else {
       head_ = &job;
     }
     tail_ = &job;
-    // A new thread only when none is idle to take the job: a pool that serves cached
-    // files never starts one.
-    if (idle_ == 0 && threads_.size() < capacity_) threads_.emplace_back([this] { work(); });
   }
   cv_.notify_one();
   waiter.wait();
   return job.result;
+}
+
+bool FileWorkers::start_thread_locked() {
+  try {
+    threads_.emplace_back([this] { work(); });
+    return true;
+  } catch (const std::exception& e) {  // std::system_error from pthread_create, bad_alloc
+    if (!warned_) {
+      warned_ = true;
+      spdlog::warn("file workers: cannot start a thread ({}); {} running", e.what(),
+                   threads_.size());
+    }
+    return false;
+  }
 }
 
 void FileWorkers::work() {

@@ -7,7 +7,8 @@
 // kernel. The epoll driver therefore tries preadv2(RWF_NOWAIT) on the processor and hands
 // only the reads that would block to this pool; the fiber parks meanwhile, so its
 // processor runs other fibers. Threads start on demand, never more than the capacity (the
-// sum of what each driver added), and stay until the pool is destroyed.
+// sum of what each driver added), and stay until the pool is destroyed. A thread is started
+// before the read is queued; when none can start and none runs, the read is made inline.
 //
 // Threads: pread() from any fiber; add_capacity() from any thread.
 #pragma once
@@ -36,8 +37,8 @@ class FileWorkers {
   void add_capacity(unsigned n);
 
   /// Fiber: reads like pread(2) on a worker thread, parking the calling fiber until it is
-  /// done (it cannot be interrupted: the buffer stays the kernel's until then); returns the
-  /// count or -errno.
+  /// done (it cannot be interrupted: the buffer stays the kernel's until then), or on the
+  /// calling thread when no worker runs and none can start; returns the count or -errno.
   int64_t pread(int fd, void* buf, std::size_t len, int64_t offset);
 
  private:
@@ -52,6 +53,8 @@ class FileWorkers {
   };
 
   void work();
+  // Starts one more thread; false when none could start (logged once).
+  bool start_thread_locked();
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -60,6 +63,7 @@ class FileWorkers {
   unsigned capacity_;
   unsigned idle_ = 0;
   bool stop_ = false;
+  bool warned_ = false;
   std::vector<std::thread> threads_;
 };
 

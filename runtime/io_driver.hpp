@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -175,6 +176,14 @@ inline int readiness_fd(const IoRequest& r) {
   return r.fd;
 }
 
+/// Returns whether `r` takes bytes in from outside the process (a socket or a stream, or a
+/// connection): the operations whose results a fiber's I/O stamp orders (io_epoch.hpp). File
+/// operations and sends are not: they tell nothing new about what a client asked.
+inline bool receives(const IoRequest& r) {
+  return r.op == IoOpcode::recv || r.op == IoOpcode::accept ||
+         (r.op == IoOpcode::read && r.args.file.offset < 0);
+}
+
 /// The wait state of one operation in flight, on the waiting fiber's stack (or in a
 /// ReadyWait, for a wait with no fiber behind it).
 class IoWait {
@@ -189,6 +198,7 @@ class IoWait {
   void reset(IoDriver* driver, CancelToken* token) {
     waiter.reset();
     result = 0;
+    stamp = 0;
     completed = cancel_queued = false;
     next_cancel = token_next = token_prev = nullptr;
     driver_ = driver;
@@ -208,6 +218,7 @@ class IoWait {
 
   Waiter waiter{nullptr};
   int64_t result = 0;
+  uint64_t stamp = 0;                      // io_epoch() once the result was there (io_epoch.hpp)
   void (*on_complete)(IoWait*) = nullptr;  // set: called (owner thread) instead of a wake
   // Owner-side bookkeeping (guarded by the driver's remote lock where noted).
   bool completed = false;      // remote lock
@@ -245,6 +256,10 @@ class ReadyWait {
   int fd = -1;
   bool dup_fd = false;  // epoll: fd is this wait's own duplicate, closed when it completes
   uint32_t slot = 0;    // epoll: wait-table slot
+  // epoll: the receive this wait is for, which the driver makes as it reaps the event (so
+  // its stamp precedes any fiber of the batch: io_epoch.hpp); -EAGAIN when it was not made.
+  const IoRequest* recv = nullptr;
+  int64_t received = -EAGAIN;
   Callback fn = nullptr;
   void* arg = nullptr;
   class IoDriver* driver = nullptr;

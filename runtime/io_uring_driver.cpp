@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "runtime/io_driver.hpp"
+#include "runtime/io_epoch.hpp"
 #include "runtime/scheduler.hpp"
 #include "runtime/timer.hpp"
 
@@ -204,6 +205,7 @@ class IoUringDriver final : public IoDriver {
       timers().add(&timer);
     }
     int64_t res = submit_and_wait(req, w, poll_phase);
+    if (!poll_phase && receives(req)) set_io_stamp(w.stamp);
     // The fiber may run elsewhere now: both calls below are safe from any thread.
     if (armed) TimerHeap::cancel(&timer);
     w.end();
@@ -446,6 +448,9 @@ class IoUringDriver final : public IoDriver {
         bump_owned(completions_);
         auto* w = reinterpret_cast<IoWait*>(ud);
         w->result = cqe->res;
+        // Read after the CQE was seen (the loop loads the tail with acquire): whatever the
+        // kernel did before posting it precedes every look with a later ticket.
+        w->stamp = io_epoch();
         mark_completed(w);
         if (w->on_complete) {
           w->on_complete(w);  // a ReadyWait: starts its callback fiber

@@ -806,6 +806,7 @@ Fiber* allocate_fiber(Runtime* rt) {
   f->join_word.store(Fiber::kRunning, std::memory_order_relaxed);
   f->refs.store(2, std::memory_order_relaxed);  // the fiber's own run, and its handle
   f->is_main = false;
+  f->io_stamp = UINT64_MAX;  // kNoIoStamp: no operation yet
   f->id = rt->next_id_.fetch_add(1, std::memory_order_relaxed);
   f->invoke = nullptr;
   f->discard = nullptr;

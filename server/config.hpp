@@ -118,10 +118,10 @@ struct Config {
   unsigned fd_cache_max_entries = 10000;
   std::size_t fd_cache_max_bytes = 64 * 1024 * 1024;
   std::size_t fd_cache_max_file_bytes = 16 * 1024;
-  Millis fd_cache_valid{5'000};
-  Millis fd_cache_errors_valid{1'000};
+  Millis fd_cache_valid{0};         // 0: never serve a changed file (see fd_cache.hpp)
+  Millis fd_cache_errors_valid{0};  // for failures inotify does not cover
   Millis fd_cache_inactive{60'000};
-  Revalidation fd_cache_revalidate = Revalidation::statx;
+  Revalidation fd_cache_revalidate = Revalidation::inotify;
 
   // [log]
   std::string log_level = "info";

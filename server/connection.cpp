@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <optional>
 
 #include <arpa/inet.h>
@@ -69,7 +70,10 @@ Connection::~Connection() {
 }
 
 void Connection::start(Connection* c) {
-  if (c->run() == Outcome::closed) delete c;
+  // Owned here until run() hands it to a readiness wait: a connection whose run throws (out
+  // of memory) still closes, gives its slot back and lets shutdown's wait for it end.
+  std::unique_ptr<Connection> owner(c);
+  if (c->run() == Outcome::idle) (void)owner.release();  // touch nothing: see go_idle
 }
 
 void Connection::on_ready(void* arg, int result) {

@@ -51,8 +51,9 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  /// Serves `c` on the calling fiber until it closes (then deletes it) or goes idle (then a
-  /// readiness wait owns it and starts a new fiber when the client sends again).
+  /// Serves `c` on the calling fiber until it closes (then deletes it, also when serving
+  /// throws) or goes idle (then a readiness wait owns it and starts a new fiber when the
+  /// client sends again).
   static void start(Connection* c);
 
   /// Shutdown: closes the connection now if it is idle; a busy one closes after its

@@ -12,7 +12,7 @@ bool ConnectionSlots::take_free() {
   // A CAS, not fetch_add then check: two acceptors racing for the last slot must not both
   // get it, and the count must never be seen over the limit.
   unsigned n = open_.load(std::memory_order_relaxed);
-  while (n < limit_) {
+  while (n < limit_.load(std::memory_order_relaxed)) {
     if (open_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
   }
   return false;

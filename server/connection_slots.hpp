@@ -35,6 +35,10 @@ class ConnectionSlots {
 
   /// Counts at most `limit` connections.
   explicit ConnectionSlots(unsigned limit) : limit_(limit) {}
+
+  /// Changes the limit (a reload). Lowered below the slots held, take() frees none until
+  /// enough connections close, and reclaims idle ones meanwhile.
+  void set_limit(unsigned limit) { limit_.store(limit, std::memory_order_relaxed); }
   ConnectionSlots(const ConnectionSlots&) = delete;
   ConnectionSlots& operator=(const ConnectionSlots&) = delete;
 
@@ -55,7 +59,10 @@ class ConnectionSlots {
   bool leave_idle(Connection* c);
 
   /// Returns whether take() would succeed now without waiting (a free slot or an idle one).
-  bool available() const { return open() < limit_ || idle_.load(std::memory_order_relaxed) > 0; }
+  bool available() const {
+    return open() < limit_.load(std::memory_order_relaxed) ||
+           idle_.load(std::memory_order_relaxed) > 0;
+  }
 
   /// Returns the number of slots held.
   unsigned open() const { return open_.load(std::memory_order_relaxed); }
@@ -71,7 +78,7 @@ class ConnectionSlots {
   bool reclaim_oldest();
   void unlink(Connection* c);
 
-  const unsigned limit_;
+  std::atomic<unsigned> limit_;
   std::atomic<unsigned> open_{0};
   std::atomic<unsigned> idle_{0};  // length of the list, read without the lock
   std::atomic<uint64_t> reclaimed_{0};

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <spdlog/spdlog.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -44,12 +43,8 @@ bool transient_error(int err) {
          err == ECANCELED;
 }
 
-constexpr unsigned kStatMask = STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_INO;
-
-std::string_view dir_of(std::string_view path) {
-  auto slash = path.rfind('/');
-  return slash == std::string_view::npos ? std::string_view{} : path.substr(0, slash);
-}
+constexpr unsigned kStatMask =
+    STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_CTIME | STATX_INO | STATX_NLINK;
 
 }  // namespace
 
@@ -65,7 +60,6 @@ FdCache::FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics
       mime_(mime),
       metrics_(metrics),
       enabled_(config.fd_cache),
-      inotify_(config.fd_cache && config.fd_cache_revalidate == Revalidation::inotify),
       max_entries_(max_entries),
       shard_capacity_((max_entries + kShards - 1) / kShards),
       valid_ns_(ms_to_ns(config.fd_cache_valid)),
@@ -85,19 +79,14 @@ FdCache::FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics
       resolve_ = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
       break;
   }
-  if (inotify_) {
-    inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (inotify_fd_ < 0) {
-      spdlog::warn("fd cache: inotify unavailable ({}); revalidating with statx",
-                   std::strerror(errno));
-      inotify_ = false;
-    }
+  if (enabled_ && config.fd_cache_revalidate == Revalidation::inotify) {
+    watch_ = ChangeWatch::create(root_fd, *this);
   }
 }
 
 FdCache::~FdCache() {
+  watch_.reset();
   clear();
-  if (inotify_fd_ >= 0) ::close(inotify_fd_);
 }
 
 FdCache::Shard& FdCache::shard_for(std::string_view path) {
@@ -105,17 +94,28 @@ FdCache::Shard& FdCache::shard_for(std::string_view path) {
 }
 
 bool FdCache::fresh(const FileEntry& e, int64_t now) const {
+  if (e.watched) return true;  // its change events are read before every lookup (catch_up)
   int64_t age = now - e.loaded_ns.load(std::memory_order_relaxed);
-  if (e.error) return age < errors_valid_ns_;
-  if (e.watched) return true;  // inotify invalidates it on change
-  return age < valid_ns_;
+  return age < (e.error ? errors_valid_ns_ : valid_ns_);
+}
+
+void FdCache::catch_up() {
+  // `valid` > 0: the operator accepts a window; read the events at most that often (the
+  // background reader, watch_loop, keeps the queue short meanwhile).
+  if (valid_ns_ > 0) {
+    const int64_t at = watch_->drained_at_ns();
+    if (at != 0 && now_ns() - at < valid_ns_) return;
+  }
+  watch_->catch_up();
 }
 
 FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
-  if (!enabled_) {
+  if (!enabled_ || retired_.load(std::memory_order_relaxed)) {
     if (metrics_) metrics_->on_fd_cache(shard_index, false);
     return load(path);
   }
+  // Before the map is read: an entry taken from it first could be invalidated meanwhile.
+  if (watch_) catch_up();
   Shard& s = shard_for(path);
   Loading loading;  // ours, should this lookup become the one that loads
   while (true) {
@@ -166,12 +166,26 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
     // Loop: the next pass misses and loads (or waits for whoever got there first).
   }
 
-  // We own the load of `path`.
+  // We own the load of `path`. The slot points at `loading`, on this stack: should anything
+  // below throw (out of memory), the slot is dropped and its waiters are woken before the
+  // stack unwinds; else they would wait for ever on a list that is gone.
+  struct Abandon {
+    FdCache& cache;
+    Shard& shard;
+    std::string_view path;
+    bool armed = true;
+    ~Abandon() {
+      if (armed) cache.publish(shard, path, FileRef{});
+    }
+  } abandon{*this, s, path};
   if (metrics_) metrics_->on_fd_cache(shard_index, false);
-  // Watch before opening: a change between the open and the watch would go unnoticed.
-  bool watched = inotify_ && watch_dir_of(path);
+  // Watch before opening: a change between the open and the watch would go unnoticed. The
+  // slot is ours before the watch: an event read meanwhile marks it changed (invalidate).
+  bool watched = watch_ && watch_->watch_dirs_of(path);
   FileRef entry = load(path);
-  entry->watched = watched && !entry->error;
+  // A failure is watched too: creating the name is an event in its (watched) directory.
+  entry->watched = watched && !entry->linked;
+  abandon.armed = false;
   publish(s, path, entry);
   return entry;
 }
@@ -183,9 +197,11 @@ bool FdCache::still_usable(FileEntry& hit, int64_t now) {
     return false;
   }
   if (fresh(hit, now)) return true;
-  // Stale. Errors simply expire; a found file is checked by one fiber while the others
-  // keep serving it.
+  // Errors simply expire (and load again).
   if (hit.error) return false;
+  // No window: every lookup checks for itself.
+  if (valid_ns_ == 0) return still_current(hit);
+  // A window: a found file is checked by one fiber while the others keep serving it.
   bool expected = false;
   if (!hit.checking.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
     return true;
@@ -201,8 +217,10 @@ void FdCache::publish(Shard& s, std::string_view path, FileRef entry) {
   auto it = s.map.find(path);
   Loading* loading = it->second.loading;
   it->second.loading = nullptr;
-  if (transient_error(entry->error) || it->second.changed) {
-    // Nothing learned about the file, or the file changed while it was opened: do not cache.
+  if (!entry || transient_error(entry->error) || it->second.changed ||
+      retired_.load(std::memory_order_relaxed)) {
+    // The load failed (see lookup), nothing was learned about the file, the file changed
+    // while it was opened, or the cache retired meanwhile: do not cache.
     erase_locked(s, it);
   } else {
     it->second.entry = std::move(entry);
@@ -261,7 +279,8 @@ bool FdCache::still_current(const FileEntry& e) {
   if (stat_path(rel.c_str(), &st) < 0) return false;
   uint64_t dev = (uint64_t{st.stx_dev_major} << 32) | st.stx_dev_minor;
   return st.stx_ino == e.ino && dev == e.dev && st.stx_mtime.tv_sec == e.mtime &&
-         st.stx_mtime.tv_nsec == e.mtime_ns && (e.directory || st.stx_size == e.size) &&
+         st.stx_mtime.tv_nsec == e.mtime_ns && st.stx_ctime.tv_sec == e.ctime &&
+         st.stx_ctime.tv_nsec == e.ctime_ns && (e.directory || st.stx_size == e.size) &&
          S_ISDIR(st.stx_mode) == e.directory;
 }
 
@@ -275,7 +294,12 @@ void FdCache::keep_bytes(FileEntry& e) {
     bytes_->fetch_sub(e.size, std::memory_order_relaxed);
     return;
   }
-  e.bytes = std::make_unique<char[]>(e.size ? e.size : 1);
+  try {
+    e.bytes = std::make_unique<char[]>(e.size ? e.size : 1);
+  } catch (...) {  // out of memory: the budget back, and the load fails (see lookup)
+    bytes_->fetch_sub(e.size, std::memory_order_relaxed);
+    throw;
+  }
   e.bytes_account = bytes_;
   uint64_t got = 0;
   while (got < e.size) {
@@ -292,13 +316,23 @@ void FdCache::keep_bytes(FileEntry& e) {
   }
 }
 
-FdCache::Opened FdCache::open_file(const std::string& rel, struct ::statx& st) const {
+FdCache::Opened FdCache::open_file(const std::string& rel, struct ::statx& st,
+                                   bool& symlink) const {
   // Look at the type before opening for reading: opening a FIFO or a device can have side
   // effects (a tape rewinds, a writer wakes), and a UNIX socket cannot be opened at all. An
   // O_PATH descriptor resolves the name under the same rules without opening the file.
-  const int probe = io::openat2(root_fd_, rel.c_str(), O_PATH, 0, resolve_);
+  // Watched, the last step is not followed first, to learn whether it is a symlink (see
+  // FileEntry::linked); only then is it followed.
+  int probe = io::openat2(root_fd_, rel.c_str(), O_PATH | (watch_ ? O_NOFOLLOW : 0), 0, resolve_);
   if (probe < 0) return {-1, -probe, false};
-  const int rc = ::statx(probe, "", AT_EMPTY_PATH, kStatMask, &st) == 0 ? 0 : errno;
+  int rc = ::statx(probe, "", AT_EMPTY_PATH, kStatMask, &st) == 0 ? 0 : errno;
+  if (rc == 0 && S_ISLNK(st.stx_mode)) {
+    symlink = true;
+    ::close(probe);
+    probe = io::openat2(root_fd_, rel.c_str(), O_PATH, 0, resolve_);
+    if (probe < 0) return {-1, -probe, false};
+    rc = ::statx(probe, "", AT_EMPTY_PATH, kStatMask, &st) == 0 ? 0 : errno;
+  }
   ::close(probe);
   if (rc != 0) return {-1, rc, false};
   if (S_ISDIR(st.stx_mode)) return {-1, 0, true};
@@ -324,7 +358,9 @@ FileRef FdCache::load(std::string_view path) {
   std::string rel = root_relative(path);
   opens_.fetch_add(1, std::memory_order_relaxed);
   struct ::statx st {};
-  const Opened o = open_file(rel, st);
+  bool symlink = false;
+  const Opened o = open_file(rel, st, symlink);
+  e->linked = symlink;
   if (o.error != 0) {
     e->error = o.error;
     return ref;
@@ -333,12 +369,15 @@ FileRef FdCache::load(std::string_view path) {
   e->dev = (uint64_t{st.stx_dev_major} << 32) | st.stx_dev_minor;
   e->mtime = st.stx_mtime.tv_sec;
   e->mtime_ns = st.stx_mtime.tv_nsec;
+  e->ctime = st.stx_ctime.tv_sec;
+  e->ctime_ns = st.stx_ctime.tv_nsec;
   if (o.directory) {
     e->directory = true;
     return ref;
   }
   e->fd = o.fd;
   e->size = st.stx_size;
+  e->linked = e->linked || st.stx_nlink > 1;
   keep_bytes(*e);
   e->etag = make_etag(e->mtime, e->mtime_ns, e->size);
   e->mtime_strong = wall_second() > e->mtime;
@@ -392,114 +431,36 @@ void FdCache::clear() {
   }
 }
 
-void FdCache::invalidate(std::string_view path) {
-  Shard& s = shard_for(path);
-  std::lock_guard g(s.lock);
-  auto it = s.map.find(path);
-  if (it == s.map.end()) return;
-  if (it->second.loading) {
-    // The file may have been opened before the change: publish() hands it to the fibers
-    // already waiting, but does not keep it (else, watched, it would be served for ever).
-    it->second.changed = true;
-    return;
-  }
-  erase_locked(s, it);
+void FdCache::retire() {
+  // Before the clear: a load that publishes after the clear reached its shard sees it.
+  retired_.store(true, std::memory_order_relaxed);
+  clear();
 }
 
-bool FdCache::watch_dir_of(std::string_view path) {
-  // Every directory from the root down to the file's is watched: inotify reports changes to
-  // a directory's own entries only, so renaming or replacing a grandparent (content moved out
-  // of the root) is seen only by a watch on the grandparent's parent.
-  if (path.size() > 1 && names_directory(path)) path.remove_suffix(1);
-  std::string_view dir = dir_of(path);  // "" for entries in the root, "/a/b" otherwise
-  std::lock_guard g(watch_mu_);
-  for (std::size_t end = 0;;) {
-    if (!watch_one_dir(std::string(dir.substr(0, end)))) return false;
-    if (end == dir.size()) return true;
-    end = dir.find('/', end + 1);
-    if (end == std::string_view::npos) end = dir.size();
+void FdCache::invalidate(std::string_view path) {
+  std::string with_slash;
+  for (std::string_view p : {path, std::string_view(with_slash.assign(path).append("/"))}) {
+    Shard& s = shard_for(p);
+    std::lock_guard g(s.lock);
+    auto it = s.map.find(p);
+    if (it == s.map.end()) continue;
+    if (it->second.loading) {
+      // The file may have been opened before the change: publish() returns it to its
+      // loader (whose request came first) but does not keep it, so the fibers waiting for
+      // the load look again (else, watched, it would be served for ever).
+      it->second.changed = true;
+      continue;
+    }
+    erase_locked(s, it);
   }
 }
 
 std::size_t FdCache::watched_dirs() const {
-  std::lock_guard g(watch_mu_);
-  return dir_wds_.size();
-}
-
-bool FdCache::watch_one_dir(const std::string& dir) {
-  if (dir_wds_.contains(dir)) return true;
-  std::string rel = root_relative(dir);
-  // inotify has no *at() form: watch through the root descriptor's /proc path.
-  std::string proc = "/proc/self/fd/" + std::to_string(root_fd_) + "/" + rel;
-  int wd =
-      inotify_add_watch(inotify_fd_, proc.c_str(),
-                        IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
-                            IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
-  if (wd < 0) {
-    // Not remembered: a client can name any number of directories that do not exist, and
-    // the entry falls back to statx revalidation. The path is client input: quoted.
-    spdlog::debug("fd cache: cannot watch {:?}: {}; statx revalidation", dir, std::strerror(errno));
-    return false;
-  }
-  dir_wds_[dir] = wd;
-  wd_dirs_[wd] = dir;
-  return true;
+  return watch_ ? watch_->watched_dirs() : 0;
 }
 
 void FdCache::watch_loop(rt::CancelToken& stop) {
-  if (!inotify_) return;
-  alignas(inotify_event) char buf[4096];
-  while (true) {
-    int64_t n = io::read(inotify_fd_, buf, sizeof buf, -1, rt::kNoDeadline, &stop);
-    if (n == -ECANCELED) return;
-    if (n < 0) {
-      if (n != -EAGAIN && n != -EINTR) {
-        spdlog::error("fd cache: inotify read: {}", std::strerror(static_cast<int>(-n)));
-        rt::sleep_for(std::chrono::milliseconds(100));
-      }
-      continue;
-    }
-    for (char* p = buf; p < buf + n;) {
-      auto* ev = reinterpret_cast<inotify_event*>(p);
-      p += sizeof(inotify_event) + ev->len;
-      on_inotify_event(*ev);
-    }
-  }
-}
-
-void FdCache::on_inotify_event(const ::inotify_event& ev) {
-  if (ev.mask & IN_Q_OVERFLOW) {
-    spdlog::warn("fd cache: inotify queue overflowed; dropping every entry");
-    clear();
-    return;
-  }
-  std::string dir;
-  bool watched_child = false;
-  {
-    std::lock_guard g(watch_mu_);
-    auto it = wd_dirs_.find(ev.wd);
-    if (it == wd_dirs_.end()) return;
-    dir = it->second;
-    if (ev.mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
-      dir_wds_.erase(dir);
-      wd_dirs_.erase(it);
-    } else if (ev.len > 0) {
-      watched_child = dir_wds_.contains(dir + "/" + ev.name);
-    }
-  }
-  // A directory (or a symlink standing for one) that went away, moved, or was replaced: every
-  // entry below it may now name another file, or one outside the root. Rare: start over.
-  if ((ev.mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) ||
-      ((ev.mask & (IN_ISDIR | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CREATE)) &&
-       (watched_child || (ev.mask & IN_ISDIR)))) {
-    clear();
-    return;
-  }
-  if (ev.len > 0) {
-    std::string path = dir + "/" + std::string(ev.name);
-    invalidate(path);
-    invalidate(path + "/");
-  }
+  if (watch_) watch_->run(stop);
 }
 
 }  // namespace weft::http

@@ -1,5 +1,5 @@
 // FdCache: what a response needs for each path (FileEntry), kept open and ready, like NGINX's
-// open_file_cache, without serving a changed or deleted file longer than configured.
+// open_file_cache, but by default never serving a file that changed before the request came.
 //
 // Layout: 64 shards, each a hash map from normalized path to slot plus an LRU list, under
 // its own spinlock; a lookup takes one shard's lock for a few instructions, so processors
@@ -8,24 +8,33 @@
 //
 // States of a slot: loading (one fiber opens the file; others that miss on the same path
 // wait for it: a miss many fibers hit at once opens once) -> ready (entry published).
-// Revalidation: a ready entry older than `valid` is checked with statx by the one fiber that
-// claims it (others keep using it meanwhile) and reloaded when inode, device, size or mtime
-// changed. Misses (errors) live `errors_valid`. Entries unused for `inactive` are dropped by
-// sweep(). In inotify mode, directory watches invalidate entries on change events instead
-// of periodic statx (entries whose directory cannot be watched fall back to statx).
+//
+// Freshness (fd_cache.revalidate, fd_cache.valid): with "inotify" (the default) the
+// directories of every loaded path are watched (ChangeWatch), and each lookup first reads the
+// change events queued before its request arrived, which invalidate the entries they name;
+// that costs no system call for most lookups (see change_watch.hpp). So a request that starts
+// after a file was replaced, rewritten, truncated, removed or moved away (its directory, a
+// symlink on its path) gets the new file or the new 404, like a server without a cache.
+// What inotify cannot vouch for (a directory that cannot be watched, a path whose last step
+// is a symlink, a file with several hard links, an inotify-less root: change_watch.hpp) is
+// checked with statx (inode, device, size, mtime, ctime) on every lookup, and a failed
+// lookup whose directory is not watched is tried again. With "statx", every hit is checked
+// so. `valid` > 0 opts into a window instead, as NGINX's open_file_cache_valid: events are
+// read at most that often, and an entry is checked with statx at most that often (by the
+// one fiber that claims it, the others serving it meanwhile); failures live `errors_valid`.
+// Entries unused for `inactive` are dropped by sweep().
 //
 // Bounds: max_entries entries (split over shards), max_bytes of small-file contents in all
 // (each at most max_file_bytes). The fd budget (entries + connections within RLIMIT_NOFILE)
 // is decided by the server at start and passed in as the entry limit.
 //
-// Threads: lookup() from any fiber; sweep() and the inotify loop from one fiber each.
+// Threads: lookup() from any fiber; sweep() and watch_loop() from one fiber each.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -34,17 +43,16 @@
 #include "runtime/io_driver.hpp"
 #include "runtime/spinlock.hpp"
 #include "runtime/waiter.hpp"
+#include "server/change_watch.hpp"
 #include "server/config.hpp"
 #include "server/file_entry.hpp"
 #include "server/mime_map.hpp"
-
-struct inotify_event;
 
 namespace weft::http {
 
 class Metrics;
 
-class FdCache {
+class FdCache : private ChangeWatch::Sink {
  public:
   /// Makes a cache over the directory `root_fd` (kept open by the caller) with the
   /// [fd_cache] settings of `config`, holding at most `max_entries` entries.
@@ -66,12 +74,22 @@ class FdCache {
   /// Drops entries unused for `inactive`; returns how many. Call from one fiber, periodically.
   std::size_t sweep();
 
-  /// Runs the inotify reader until `stop` is cancelled (inotify mode only; returns at once
-  /// otherwise).
+  /// Reads change events in the background until `stop` is cancelled (inotify mode only;
+  /// returns at once otherwise).
   void watch_loop(rt::CancelToken& stop);
 
   /// Drops every entry (in-flight responses keep theirs).
   void clear();
+
+  /// A reload retired this cache's generation: drops every entry (in-flight responses keep
+  /// theirs) and caches nothing more, so that retiring generations hold no descriptors
+  /// beyond their responses' (the live generation's cache has the whole fd budget).
+  void retire();
+
+  /// Returns whether inotify watches the root (revalidate = "inotify" and usable).
+  bool watching() const { return watch_ != nullptr; }
+  /// Returns how many times the change queue was read (tests: reads are amortized).
+  uint64_t event_reads() const { return watch_ ? watch_->reads() : 0; }
 
   /// Returns the number of cached entries.
   std::size_t size() const { return entries_.load(std::memory_order_relaxed); }
@@ -114,7 +132,7 @@ class FdCache {
     int error = 0;
     bool directory = false;
   };
-  Opened open_file(const std::string& rel, struct ::statx& st) const;
+  Opened open_file(const std::string& rel, struct ::statx& st, bool& symlink) const;
   FileRef load(std::string_view path);
   // Reads a small regular file's bytes into `e` when the byte budget allows.
   void keep_bytes(FileEntry& e);
@@ -123,6 +141,8 @@ class FdCache {
   /// rules and without blocking the processor; returns 0 or -errno.
   int stat_path(const char* rel, struct ::statx* st) const;
   bool fresh(const FileEntry& e, int64_t now_ns) const;
+  // Applies the change events that may concern the calling fiber's request (see the top).
+  void catch_up();
   // Whether a cached entry may be served at `now`: fresh, being revalidated by another
   // fiber, or revalidated here and unchanged.
   bool still_usable(FileEntry& hit, int64_t now);
@@ -130,10 +150,9 @@ class FdCache {
   void evict_over_limit(Shard& s);
   void erase_locked(
       Shard& s, std::unordered_map<std::string, CacheRecord, Hash, std::equal_to<>>::iterator it);
-  void invalidate(std::string_view path);
-  bool watch_dir_of(std::string_view path);
-  bool watch_one_dir(const std::string& dir);
-  void on_inotify_event(const ::inotify_event& ev);
+  // ChangeWatch::Sink.
+  void invalidate(std::string_view path) override;
+  void invalidate_all() override { clear(); }
 
   const Config& config_;
   int root_fd_;
@@ -141,7 +160,7 @@ class FdCache {
   Metrics* metrics_;
   uint64_t resolve_;
   bool enabled_;
-  bool inotify_;
+  std::atomic<bool> retired_{false};
   std::size_t max_entries_;
   std::size_t shard_capacity_;
   int64_t valid_ns_, errors_valid_ns_, inactive_ns_;
@@ -149,12 +168,7 @@ class FdCache {
   std::atomic<std::size_t> entries_{0};
   std::shared_ptr<std::atomic<uint64_t>> bytes_;  // shared with entries, which release on death
   std::atomic<uint64_t> opens_{0};
-
-  // inotify mode: watched directories (path relative to root, "" for the root itself).
-  int inotify_fd_ = -1;
-  mutable std::mutex watch_mu_;
-  std::unordered_map<int, std::string> wd_dirs_;
-  std::unordered_map<std::string, int> dir_wds_;
+  std::unique_ptr<ChangeWatch> watch_;  // inotify mode, when usable; made last, gone first
 };
 
 }  // namespace weft::http

@@ -26,6 +26,8 @@ struct FileEntry {
   uint64_t size = 0;
   int64_t mtime = 0;     // seconds
   int64_t mtime_ns = 0;  // nanoseconds part, to notice sub-second changes
+  int64_t ctime = 0;     // seconds and nanoseconds: a chmod changes only these
+  int64_t ctime_ns = 0;
   uint64_t ino = 0;
   uint64_t dev = 0;
   ETag etag;
@@ -41,7 +43,11 @@ struct FileEntry {
   std::size_t validators_end = 0;  // (a 304 repeats them)
   std::unique_ptr<char[]> bytes;   // the whole file when small (see fd_cache max_file_bytes)
   std::shared_ptr<std::atomic<uint64_t>> bytes_account;  // the cache's total, given back on death
-  bool watched = false;               // inotify covers it: no periodic statx needed
+  // Reached through a symlink as its last step, or one of several hard links: a change made
+  // through the other name is reported in the other name's directory, so inotify on this
+  // path's directories cannot vouch for it (statx revalidation instead).
+  bool linked = false;
+  bool watched = false;               // inotify covers it: no statx revalidation needed
   std::atomic<bool> checking{false};  // one fiber revalidates at a time
   std::atomic<int64_t> loaded_ns{0};  // monotonic time of the last open/revalidation
   std::atomic<int64_t> used_ns{0};    // monotonic time of the last lookup (for `inactive`)

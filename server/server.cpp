@@ -203,6 +203,7 @@ bool Server::open() {
   if (!live_) return false;
   config_ = live_->config;  // with the sizes it was given
   live_->number = 1;
+  slots_->set_limit(config_.max_connections);
   current_.publish(live_->ctx.get());
   generations_.store(1, std::memory_order_relaxed);
   add_gauges();
@@ -243,7 +244,7 @@ std::unique_ptr<Server::Generation> Server::make_generation(Config config) {
   spdlog::log(budget.lowered() ? spdlog::level::warn : spdlog::level::info, "{}",
               budget.describe());
   try {
-    g->ctx = std::make_unique<ServerContext>(c);
+    g->ctx = std::make_unique<ServerContext>(c, slots_);
     g->ctx->access_log = AccessLog::create(c);
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
@@ -440,6 +441,7 @@ void Server::reload() {
     return;
   }
   spdlog::set_level(spdlog::level::from_str(g->config.log_level));
+  slots_->set_limit(g->config.max_connections);
   start_housekeeping(*g);
   g->number = live_->number + 1;   // counted once it serves: a refused reload is no generation
   current_.publish(g->ctx.get());  // returns once no acceptor admits into the old one
@@ -459,8 +461,9 @@ void Server::retire(Generation* g) {
   }
   retirements_.push_back(rt::spawn(
       [this, g] {
-        g->stop_housekeeping();
         ServerContext& ctx = *g->ctx;
+        // Its cached descriptors go back now: the live generation's cache has the budget.
+        ctx.files->retire();
         const rt::Duration grace = g->config.timeouts_shutdown_grace;
         {
           DrainWatch watch(ctx);
@@ -469,6 +472,7 @@ void Server::retire(Generation* g) {
             if (!watch.wait_until(rt::now() + grace)) ctx.cancel_all();
           }
         }
+        g->stop_housekeeping();  // the change watcher ran as long as it served
         {
           std::lock_guard lock(retired_mu_);
           std::erase(retired_, g);

@@ -5,7 +5,7 @@
 // serve() runs it until a signal and shuts it down.
 //
 // A generation is one loaded configuration and the ServerContext built from it (document
-// root, MIME map, fd cache, access log, pools, connection slots). SIGHUP (weft -s reload)
+// root, MIME map, fd cache, access log, pools). SIGHUP (weft -s reload)
 // loads the configuration again; a good one becomes a new generation that the acceptors
 // use for every connection accepted from then on, without closing a listening socket. The
 // old generation retires: its connections finish on the configuration they started with;
@@ -15,6 +15,13 @@
 // the listening and metrics addresses, the error log's destination) refuses the reload with
 // one error line naming the keys, and the running generation keeps serving, as it does when
 // the new file does not parse.
+//
+// Limits are the server's, not a generation's: every generation counts its connections in
+// the server's one set of connection slots (limits.max_connections of the live
+// configuration), and a retiring generation's fd cache is emptied (responses in flight keep
+// their files) and caches nothing more, so a reload lets neither the connections nor the
+// cached descriptors exceed what one generation may hold. Its change watcher runs until it
+// is freed.
 //
 // Signals: SIGTERM, SIGINT and SIGQUIT shut down gracefully. Shutdown order: stop accepting
 // (acceptors cancelled, listening sockets closed) -> every generation's idle keep-alive
@@ -89,6 +96,8 @@ class Server {
   uint64_t fd_limit_ = 0;
   std::unique_ptr<rt::Runtime> runtime_;
   std::shared_ptr<Metrics> metrics_;
+  // limits.max_connections across every generation (each context counts in it).
+  std::shared_ptr<ConnectionSlots> slots_ = std::make_shared<ConnectionSlots>(0);
   std::vector<Listener> listeners_;
   int metrics_fd_ = -1;
   // Generations that served so far (weft_config_generation): written by the main fiber,

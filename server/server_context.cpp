@@ -121,8 +121,12 @@ void ResourcePool::give_pipe(std::pair<int, int> p, bool clean) {
   pipes_.push_back(p);
 }
 
-ServerContext::ServerContext(const Config& c)
-    : config(c), mime(load_mime_map(c)), slots(c.max_connections) {}
+ServerContext::ServerContext(const Config& c, std::shared_ptr<ConnectionSlots> shared)
+    : config(c),
+      mime(load_mime_map(c)),
+      shared_slots(shared ? std::move(shared)
+                          : std::make_shared<ConnectionSlots>(c.max_connections)),
+      slots(*shared_slots) {}
 
 ServerContext::~ServerContext() {
   files.reset();

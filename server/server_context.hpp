@@ -86,14 +86,19 @@ struct ServerContext {
   std::shared_ptr<Metrics> metrics;  // shared by every generation of a server (reloads)
   std::vector<std::unique_ptr<ResourcePool>> pools;  // one per processor
 
-  ConnectionSlots slots;              // limits.max_connections, and the idle ones to reclaim
+  // limits.max_connections, and the idle connections to reclaim: one count for every
+  // generation of a server, so that a reload never lets twice as many in.
+  std::shared_ptr<ConnectionSlots> shared_slots;
+  ConnectionSlots& slots;
   std::atomic<bool> draining{false};  // shutdown began: finish the current response, close
   rt::WaitGroup connections;          // every connection fiber
 
   std::mutex registry_mu;
   Connection* registry_head = nullptr;  // live connections (intrusive list), for shutdown
 
-  explicit ServerContext(const Config& c);
+  /// Makes the context of `c`, counting its connections in `slots` (shared with the other
+  /// generations of its server), or in slots of its own when null.
+  explicit ServerContext(const Config& c, std::shared_ptr<ConnectionSlots> slots = nullptr);
   ~ServerContext();
 
   /// Returns the pool of the calling fiber's processor.

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/io_epoch.hpp"
 #include "runtime/latch.hpp"
 #include "runtime/scheduler.hpp"
 #include "runtime/semaphore.hpp"
@@ -305,6 +306,54 @@ TEST_P(IoTest, RecvWhenReadyGetsDataEofAndDeadline) {
     ::close(sv[1]);
     EXPECT_EQ(io::recv_when_ready(sv[0], buf, sizeof buf, 0, now() + 5s), 0);
     ::close(sv[0]);
+  });
+}
+
+// Every receive stamps its fiber with the I/O epoch as read once its result was there
+// (io_epoch.hpp): a stamp is never older than an epoch advanced before the bytes were sent,
+// whether the receive waited for them (reaped) or found them at once; a fiber that has
+// received nothing has no stamp, and a send leaves it as it was. Receives of one reaped
+// batch share a stamp while nothing advances the epoch (what makes one look at a change
+// queue serve a batch).
+TEST_P(IoTest, StampsFollowTheResult) {
+  Runtime rt(opts(1));
+  rt.run([&] {
+    spawn([] { EXPECT_EQ(io_stamp(), kNoIoStamp); }).join();
+    int a[2], b[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, a), 0);
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, b), 0);
+    char buf[8];
+    const uint64_t before_data = advance_io_epoch();
+    ASSERT_EQ(::write(a[1], "x", 1), 1);
+    EXPECT_EQ(io::recv(a[0], buf, sizeof buf, 0, now() + 5s), 1);  // there at once
+    EXPECT_GE(io_stamp(), before_data);
+    EXPECT_NE(io_stamp(), kNoIoStamp);
+    const uint64_t after_recv = io_stamp();
+    advance_io_epoch();
+    EXPECT_EQ(io::send(a[0], "w", 1, 0, now() + 5s), 1);
+    EXPECT_EQ(io_stamp(), after_recv);
+    EXPECT_EQ(::read(a[1], buf, sizeof buf), 1);
+    // Two fibers wait; one write wakes both in one poll of this single processor.
+    uint64_t stamps[2] = {};
+    auto reader = [&](int fd, uint64_t* stamp) {
+      char c;
+      EXPECT_EQ(io::recv_when_ready(fd, &c, 1, 0, now() + 5s), 1);
+      *stamp = io_stamp();
+    };
+    auto r0 = spawn([&] { reader(a[0], &stamps[0]); });
+    auto r1 = spawn([&] { reader(b[0], &stamps[1]); });
+    sleep_for(5ms);  // both parked
+    const uint64_t before_batch = advance_io_epoch();
+    std::thread writer([&] {
+      ASSERT_EQ(::write(a[1], "y", 1), 1);
+      ASSERT_EQ(::write(b[1], "z", 1), 1);
+    });
+    writer.join();  // both written before this processor polls again
+    r0.join();
+    r1.join();
+    EXPECT_GE(stamps[0], before_batch);
+    EXPECT_EQ(stamps[0], stamps[1]);
+    for (int fd : {a[0], a[1], b[0], b[1]}) ::close(fd);
   });
 }
 

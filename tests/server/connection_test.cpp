@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -173,6 +174,42 @@ TEST_F(ConnectionTest, ARejectedConnectionGets503) {
   std::string got = exchange("GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n", true);
   EXPECT_EQ(got.find("HTTP/1.1 503 Service Unavailable\r\n"), 0u) << got;
   EXPECT_EQ(metric("weft_requests_total{code=\"503\"}"), "1");
+}
+
+// A connection whose serving throws (here: its working state cannot be allocated, as when
+// memory runs out) is still deleted: its socket closes, its slot is given back, and a wait
+// for the server's connections (shutdown's) ends instead of waiting for ever.
+TEST_F(ConnectionTest, AConnectionThatThrowsStillEnds) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers' allocators abort on an impossible allocation";
+#endif
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  rt::RuntimeOptions o;
+  o.processors = 1;
+  o.make_driver = rt::make_io_driver_factory(rt::IoOptions{});
+  rt::Runtime runtime(o);
+  ServerContext ctx(config_);
+  ctx.root_fd = ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ctx.metrics = std::make_unique<Metrics>(1);
+  ctx.files = std::make_unique<FdCache>(config_, ctx.root_fd, ctx.mime, ctx.metrics.get(), 100);
+  // A read area of a pebibyte: more than the address space, so `new` throws bad_alloc.
+  ctx.pools.push_back(
+      std::make_unique<ResourcePool>(config_, std::size_t{1} << 50, config_.pipe_size));
+  runtime.run([&] {
+    sockaddr_storage peer{};
+    peer.ss_family = AF_UNIX;
+    ASSERT_TRUE(ctx.slots.take());
+    EXPECT_THROW(Connection::start(new Connection(ctx, fds[0], peer)), std::bad_alloc);
+    EXPECT_EQ(ctx.connections.count(), 0);
+    EXPECT_EQ(ctx.slots.open(), 0u);
+  });
+  pollfd p{fds[1], POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1) << "the server's end is still open";
+  char c;
+  EXPECT_EQ(::read(fds[1], &c, 1), 0);  // the server's end is closed
+  ::close(fds[1]);
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 // Tests server/fd_cache: revalidation after `valid`, deletion and replacement, truncation,
 // bounds (no descriptor leaks through a small cache), single-flight misses, negative entries,
-// the byte budget, and the inotify mode. Runs the cache inside a real runtime with io_uring.
+// the byte budget, the inotify mode, and the default's freshness (never a changed file: the
+// change events read before a hit, amortized over a batch; statx where inotify cannot
+// vouch; overflow). Runs the cache inside a real runtime with io_uring.
 #include "server/fd_cache.hpp"
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,12 +18,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/io_driver.hpp"
+#include "runtime/io_epoch.hpp"
 #include "runtime/latch.hpp"
 #include "runtime/scheduler.hpp"
 #include "server/mime_map.hpp"
@@ -54,6 +61,8 @@ class FdCacheTest : public ::testing::Test {
     config_.fd_cache_valid = Millis{50};
     config_.fd_cache_errors_valid = Millis{50};
     config_.fd_cache_max_file_bytes = 16;  // small: bigger files are served from the descriptor
+    // The window tests below are about statx revalidation; the inotify tests say so.
+    config_.fd_cache_revalidate = Revalidation::statx;
   }
   void TearDown() override { fs::remove_all(root_); }
 
@@ -431,6 +440,224 @@ TEST_F(FdCacheTest, InotifyDoesNotRememberMissingDirectories) {
     c.lookup("/d/in.txt", 0);
     EXPECT_EQ(c.watched_dirs(), 2u);  // the root and /d
   });
+}
+
+// Writes `content` over the start of the existing file `p`, in place (same inode, no
+// truncation): what an editor saving with the same size, or a copy over the file, does.
+void rewrite_in_place(const fs::path& p, std::string_view content) {
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, content.data(), content.size(), 0), static_cast<ssize_t>(content.size()));
+  ::close(fd);
+}
+
+// Writes `content` to a temporary name and renames it over `p`, as deploy tools do.
+void replace_by_rename(const fs::path& p, std::string_view content) {
+  const fs::path tmp = p.string() + ".tmp";
+  write_file(tmp, content);
+  fs::rename(tmp, p);
+}
+
+// The default configuration serves no file that changed before the lookup: replaced by a
+// rename, rewritten in place with the same size (a new ETag too), truncated, removed, and
+// created where a lookup had failed. Before the inotify default, each of these served the
+// old entry for fd_cache.valid (5 s).
+TEST_F(FdCacheTest, DefaultNeverServesAChangedFile) {
+  config_ = Config{};
+  config_.root = root_;
+  const fs::path f = root_ / "f.txt";
+  write_file(f, "version 1");
+  with_cache([&](FdCache& c) {
+    EXPECT_EQ(body_of(c.lookup("/f.txt", 0)), "version 1");
+    replace_by_rename(f, "version 2");
+    const FileRef v2 = c.lookup("/f.txt", 0);
+    EXPECT_EQ(body_of(v2), "version 2");
+    rewrite_in_place(f, "version 3");
+    const FileRef v3 = c.lookup("/f.txt", 0);
+    EXPECT_EQ(body_of(v3), "version 3");
+    EXPECT_NE(v3->etag.view(), v2->etag.view());
+    ASSERT_EQ(::truncate(f.c_str(), 4), 0);
+    EXPECT_EQ(body_of(c.lookup("/f.txt", 0)), "vers");
+    fs::remove(f);
+    EXPECT_EQ(c.lookup("/f.txt", 0)->error, ENOENT);
+    replace_by_rename(f, "version 4");
+    EXPECT_EQ(body_of(c.lookup("/f.txt", 0)), "version 4");
+  });
+}
+
+// The same for what changes around a file: its directory renamed away and another put in
+// its place, a symlink to a directory switched (and a change in the new target after),
+// a symlink's target file rewritten (inotify reports that in the target's directory: statx),
+// one directory reached by two paths, and a file changed through another hard link.
+TEST_F(FdCacheTest, DefaultSeesDirectoriesSymlinksAndLinksChange) {
+  config_ = Config{};
+  config_.root = root_;
+  for (const char* d : {"d", "r1", "r2", "real"}) fs::create_directories(root_ / d);
+  write_file(root_ / "d" / "f.txt", "in d, first");
+  write_file(root_ / "r1" / "f.txt", "release one");
+  write_file(root_ / "r2" / "f.txt", "release two");
+  write_file(root_ / "real" / "g.txt", "g version 1");
+  write_file(root_ / "v1.txt", "target 1");
+  write_file(root_ / "h1.txt", "hard 1");
+  fs::create_hard_link(root_ / "h1.txt", root_ / "h2.txt");
+  fs::create_directory_symlink("r1", root_ / "cur");
+  fs::create_directory_symlink("real", root_ / "alias");
+  fs::create_symlink("v1.txt", root_ / "latest.txt");
+  with_cache([&](FdCache& c) {
+    EXPECT_EQ(body_of(c.lookup("/d/f.txt", 0)), "in d, first");
+    fs::create_directories(root_ / "d.new");
+    write_file(root_ / "d.new" / "f.txt", "in d, second");
+    fs::rename(root_ / "d", root_ / "d.old");
+    fs::rename(root_ / "d.new", root_ / "d");
+    EXPECT_EQ(body_of(c.lookup("/d/f.txt", 0)), "in d, second");
+
+    EXPECT_EQ(body_of(c.lookup("/cur/f.txt", 0)), "release one");
+    fs::create_directory_symlink("r2", root_ / "cur.tmp");
+    fs::rename(root_ / "cur.tmp", root_ / "cur");
+    EXPECT_EQ(body_of(c.lookup("/cur/f.txt", 0)), "release two");
+    rewrite_in_place(root_ / "r2" / "f.txt", "release 2bis");
+    EXPECT_EQ(body_of(c.lookup("/cur/f.txt", 0)), "release 2bis");
+
+    EXPECT_EQ(body_of(c.lookup("/latest.txt", 0)), "target 1");
+    rewrite_in_place(root_ / "v1.txt", "target 2");
+    EXPECT_EQ(body_of(c.lookup("/latest.txt", 0)), "target 2");
+
+    EXPECT_EQ(body_of(c.lookup("/alias/g.txt", 0)), "g version 1");
+    EXPECT_EQ(body_of(c.lookup("/real/g.txt", 0)), "g version 1");
+    rewrite_in_place(root_ / "real" / "g.txt", "g version 2");
+    EXPECT_EQ(body_of(c.lookup("/alias/g.txt", 0)), "g version 2");
+    EXPECT_EQ(body_of(c.lookup("/real/g.txt", 0)), "g version 2");
+
+    EXPECT_EQ(body_of(c.lookup("/h1.txt", 0)), "hard 1");
+    rewrite_in_place(root_ / "h2.txt", "hard 2");
+    EXPECT_EQ(body_of(c.lookup("/h1.txt", 0)), "hard 2");
+  });
+}
+
+// The change queue is read once for all the lookups whose fiber's bytes arrived before the
+// read began (the I/O stamp, runtime/io_epoch.hpp), not once per lookup: here one fiber's
+// stamp stands for a reaped batch.
+TEST_F(FdCacheTest, ChangeQueueIsReadOncePerBatch) {
+  config_ = Config{};
+  config_.root = root_;
+  write_file(root_ / "b.txt", "batch");
+  with_cache([&](FdCache& c) {
+    ASSERT_TRUE(c.watching());
+    rt::set_io_stamp(rt::io_epoch());  // as if a completion had just been reaped
+    EXPECT_EQ(body_of(c.lookup("/b.txt", 0)), "batch");
+    const uint64_t reads = c.event_reads();
+    EXPECT_GE(reads, 1u);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(body_of(c.lookup("/b.txt", 0)), "batch");
+    EXPECT_EQ(c.event_reads(), reads);
+    rt::set_io_stamp(rt::io_epoch());  // the next batch: read again
+    rewrite_in_place(root_ / "b.txt", "BATCH");
+    EXPECT_EQ(body_of(c.lookup("/b.txt", 0)), "BATCH");
+    EXPECT_EQ(c.event_reads(), reads + 1);
+  });
+}
+
+// Lost events (the queue overflowed while nothing read it) drop every entry, and watches
+// are set up again: a change whose event was lost is still seen, and so is the next one.
+TEST_F(FdCacheTest, OverflowedQueueDropsEverything) {
+  config_ = Config{};
+  config_.root = root_;
+  int max_events = 16384;
+  if (std::ifstream q("/proc/sys/fs/inotify/max_queued_events"); q) q >> max_events;
+  if (max_events > 1'000'000) GTEST_SKIP() << "max_queued_events too large to overflow quickly";
+  write_file(root_ / "a.txt", "a one");
+  write_file(root_ / "b", "");
+  write_file(root_ / "c", "");
+  with_cache([&](FdCache& c) {
+    EXPECT_EQ(body_of(c.lookup("/a.txt", 0)), "a one");
+    // Alternating names: consecutive identical events would be merged into one.
+    for (int i = 0; i <= max_events; ++i) {
+      ASSERT_EQ(::utimensat(AT_FDCWD, (root_ / (i % 2 ? "b" : "c")).c_str(), nullptr, 0), 0);
+    }
+    rewrite_in_place(root_ / "a.txt", "a two");  // its event is lost
+    EXPECT_EQ(body_of(c.lookup("/a.txt", 0)), "a two");
+    rewrite_in_place(root_ / "a.txt", "a 3rd");
+    EXPECT_EQ(body_of(c.lookup("/a.txt", 0)), "a 3rd");
+  });
+}
+
+// statx revalidation without a window checks every lookup: a rewrite in place with the
+// same size is seen (mtime and ctime).
+TEST_F(FdCacheTest, StatxWithoutAWindowSeesEveryChange) {
+  config_.fd_cache_valid = Millis{0};
+  write_file(root_ / "s.txt", "statx 1");
+  with_cache([&](FdCache& c) {
+    ASSERT_FALSE(c.watching());
+    EXPECT_EQ(body_of(c.lookup("/s.txt", 0)), "statx 1");
+    rewrite_in_place(root_ / "s.txt", "statx 2");
+    EXPECT_EQ(body_of(c.lookup("/s.txt", 0)), "statx 2");
+  });
+}
+
+// With inotify, `valid` > 0 is an opt-in window: events are read at most that often, so a
+// change within it is not seen by lookups (nothing reads in the background here).
+TEST_F(FdCacheTest, InotifyWindowIsOptIn) {
+  config_.fd_cache_revalidate = Revalidation::inotify;
+  config_.fd_cache_valid = Millis{3'600'000};
+  write_file(root_ / "w.txt", "window 1");
+  with_cache([&](FdCache& c) {
+    EXPECT_EQ(body_of(c.lookup("/w.txt", 0)), "window 1");
+    rewrite_in_place(root_ / "w.txt", "window 2");
+    EXPECT_EQ(body_of(c.lookup("/w.txt", 0)), "window 1");
+  });
+}
+
+// The process's address space now, in bytes (/proc/self/statm counts pages).
+std::size_t address_space() {
+  unsigned long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%lu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// A load that throws (memory runs out while a small file is read into memory) leaves no
+// slot behind: its waiters' list lived on the unwound stack, so a later lookup of the path
+// that found the slot still loading waited on it for ever (or corrupted that stack). In a
+// child process, whose address space is limited so that the file's copy cannot be made.
+TEST_F(FdCacheTest, ALoadThatThrowsLeavesNoSlot) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers reserve terabytes of address space";
+#endif
+  // Larger than a glibc thread arena's heap (64 MiB, reserved whole): the copy needs a new
+  // mapping, which the limit below refuses.
+  constexpr std::size_t kSize = 100 << 20;
+  config_.fd_cache_max_file_bytes = 128 << 20;
+  config_.fd_cache_max_bytes = std::size_t{1} << 30;
+  write_file(root_ / "big.bin", std::string(kSize, 'b'));
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::alarm(30);  // a lookup waiting for ever ends the child
+    int code = 0;
+    with_cache([&](FdCache& c) {
+      rlimit old{};
+      ::getrlimit(RLIMIT_AS, &old);
+      rlimit tight = old;
+      ::malloc_trim(0);  // no free block left that could hold the copy without a new mapping
+      tight.rlim_cur = address_space() + (8 << 20);  // far less than the file
+      ::setrlimit(RLIMIT_AS, &tight);
+      try {
+        FileRef e = c.lookup("/big.bin", 0);
+        code = 1;  // no copy was attempted: the test proves nothing
+      } catch (const std::bad_alloc&) {
+      }
+      ::setrlimit(RLIMIT_AS, &old);
+      if (code != 0) return;
+      const FileRef e = c.lookup("/big.bin", 0);
+      if (e->error != 0 || e->size != kSize) code = 2;
+    });
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the load did not throw; 2: the second lookup failed";
 }
 
 TEST_F(FdCacheTest, SweepDropsInactiveEntries) {

@@ -206,9 +206,81 @@ class Reload:
         self.assertIn("cannot read a process id", r.stderr)
 
 
+GET_HELLO = b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+FILES = 300  # more than the fd cache holds under the descriptor limit below
+
+
+class ReloadLimits:
+    """A reload shares limits.max_connections and the descriptor budget with the generations
+    it retires: connections of every generation count against one limit, and a retiring
+    generation gives its cached descriptors back (issue 32, item 2.4)."""
+
+    def setUp(self):
+        self.base = tempfile.mkdtemp(prefix="weft-reload-limits-")
+        self.addCleanup(shutil.rmtree, self.base, True)
+        self.root = make_root(self.base, "www")
+        for i in range(FILES):
+            with open(os.path.join(self.root, "f%03d.txt" % i), "w") as f:
+                f.write("file %d\n" % i)
+
+    def start(self, settings, prefix=()):
+        # A long grace: retiring generations stay while the test looks at them.
+        settings = dict(settings, log={"level": "info"}, timeouts={"shutdown_grace": "60s"})
+        self.srv = WeftServer(self.root, self.backend, settings, processors=1, prefix=prefix)
+        self.addCleanup(self.srv.cleanup)
+        self.srv.start()
+
+    def reload(self, n):
+        self.srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: self.srv.log().count("reloaded: generation") == n,
+                 what="reload %d" % n)
+
+    def test_connections_of_every_generation_share_max_connections(self):
+        limit = 8
+        self.start({"limits": {"max_connections": limit}})
+        old = [self.srv.client() for _ in range(limit)]
+        for c in old:
+            c.send(GET_HELLO)
+            self.assertEqual(c.response().status, 200)
+        self.reload(1)
+        time.sleep(0.3)  # the old connections are idle now (timeouts.active_wait)
+        new = [self.srv.client() for _ in range(limit)]
+        for c in new:
+            c.send(GET_HELLO)
+            self.assertEqual(c.response().status, 200)
+        # Each newcomer took the slot of an idle connection of the retiring generation: had
+        # the new generation counted apart, 2 x max_connections would be open now.
+        still_open = sum(not c.closed(timeout=2) for c in old)
+        self.assertEqual(still_open, 0, "connections of the old generation kept their slots")
+        for c in old + new:
+            c.close()
+
+    def test_reloads_under_a_small_descriptor_limit(self):
+        # 256 descriptors: the reserve (limits.fd_reserve 64 and a few) and 32 connections
+        # leave the fd cache about 150 entries, which every generation fills here. Had a
+        # retiring generation kept its cache, the next one would run out of descriptors.
+        self.start({"limits": {"max_connections": 32}},
+                   prefix=("prlimit", "--nofile=256:256", "--"))
+        held = []
+        for n in range(4):
+            c = self.srv.client()  # kept open: its generation retires but is not freed
+            for i in range(FILES):
+                c.send(b"GET /f%03d.txt HTTP/1.1\r\nHost: x\r\n\r\n" % i)
+                r = c.response()
+                self.assertEqual((r.status, r.body), (200, b"file %d\n" % i),
+                                 "generation %d, file %d" % (n + 1, i))
+            held.append(c)
+            if n < 3:
+                self.reload(n + 1)
+        for c in held:
+            c.close()
+        self.assertNotIn("[error]", self.srv.log())
+
+
 for _backend in BACKENDS:
-    _name = "Reload_" + _backend
-    globals()[_name] = type(_name, (Reload, unittest.TestCase), {"backend": _backend})
+    for _case in (Reload, ReloadLimits):
+        _name = "%s_%s" % (_case.__name__, _backend)
+        globals()[_name] = type(_name, (_case, unittest.TestCase), {"backend": _backend})
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,343 @@
+"""Freshness (issue 32): with the default configuration, a request that starts after a change
+to the document root returned gets the new file or the new 404, never the old one, and a
+conditional request with the old validators gets 200, not 304, as from a server without a
+cache. One thread changes files in every way a deploy does, thousands of times, while
+keep-alive clients fetch them; each version carries a unique marker, and every answer is
+checked against the versions that were current between the request's sending and its answer.
+
+The changes: a file replaced by a rename, rewritten in place with the same size, truncated
+and rewritten, removed and created again; a directory swapped for another (renameat2
+RENAME_EXCHANGE); a symlink to a directory switched; a directory's index file replaced; a
+precompressed variant replaced and removed; a directory listing's entries. Each version of a
+file renamed into place gets its own mtime (versions written within one clock tick would
+share one, and with it the mtime-based ETag, NGINX's form, whatever the server does).
+WEFT_FRESHNESS_SECONDS sets how long each backend is changed and fetched (default 10)."""
+
+import ctypes
+import os
+import re
+import shutil
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from weft_harness import per_backend  # noqa: E402
+
+SECONDS = float(os.environ.get("WEFT_FRESHNESS_SECONDS", "10"))
+MAX_CHANGES = 200_000  # a bound on the loop whatever the machine's speed
+CLIENTS = 4
+FILLER = b"." * 40
+
+_libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+
+
+def exchange(a, b):
+    """Swaps two directory entries atomically (renameat2 RENAME_EXCHANGE)."""
+    if _libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), RENAME_EXCHANGE) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), a)
+
+
+def marker(name, k):
+    return ("%s:%08d|" % (name, k)).encode()
+
+
+def content(name, k, extra=0):
+    """Version k of scenario `name`: the marker at both ends (a torn read shows), `extra`
+    bytes longer than the others."""
+    return marker(name, k) + FILLER + b"x" * extra + marker(name, k)
+
+
+def version_of(name, body):
+    """Returns the version a body is whole of, or None (torn, empty, another file)."""
+    m = re.fullmatch(rb"(%s:(\d{8})\|)\.{40}x*(.*)" % re.escape(name.encode()), body, re.S)
+    if not m or m.group(3) != m.group(1):
+        return None
+    return int(m.group(2))
+
+
+class Clock:
+    """Strictly increasing nanosecond times for the mtimes of versions."""
+
+    def __init__(self):
+        self.last = 0
+
+    def next(self):
+        self.last = max(time.time_ns(), self.last + 1)
+        return self.last
+
+
+class Changes:
+    """The document root's files and the changes made to them. Each scenario has a version
+    number: `begun[s]` is the latest change started, `done[s]` the latest that returned."""
+
+    def __init__(self, root):
+        self.root = root
+        self.clock = Clock()
+        self.names = ["rename", "inplace", "truncate", "unlink", "dirswap", "symswap", "index",
+                      "variant", "listing"]
+        self.begun = dict.fromkeys(self.names, 0)
+        self.done = dict.fromkeys(self.names, 0)
+        self.count = 0
+        for d in ("dirswap/cur", "index", "listing"):
+            os.makedirs(self.path(d))
+        for name in self.names:
+            getattr(self, "change_" + name)(0)
+
+    def path(self, rel):
+        return os.path.join(self.root, rel)
+
+    def put(self, rel, data):
+        """Writes `data` under a temporary name, gives it the next mtime, renames it to rel."""
+        tmp = self.path(rel) + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        t = self.clock.next()
+        os.utime(tmp, ns=(t, t))
+        os.rename(tmp, self.path(rel))
+
+    def change_rename(self, k):
+        self.put("rename.txt", content("rename", k))
+
+    def change_inplace(self, k):
+        if k == 0:
+            self.put("inplace.txt", content("inplace", k))
+            return
+        fd = os.open(self.path("inplace.txt"), os.O_WRONLY)
+        try:
+            os.pwrite(fd, content("inplace", k), 0)
+        finally:
+            os.close(fd)
+
+    def change_truncate(self, k):
+        with open(self.path("truncate.txt"), "wb") as f:  # O_TRUNC, then the new bytes
+            f.write(content("truncate", k, extra=k % 7))
+
+    def change_unlink(self, k):
+        # Even versions: the file; odd ones: no file (404).
+        if k % 2:
+            os.unlink(self.path("unlink.txt"))
+        else:
+            self.put("unlink.txt", content("unlink", k))
+
+    def change_dirswap(self, k):
+        nxt = self.path("dirswap/next")
+        os.mkdir(nxt)
+        with open(os.path.join(nxt, "f.txt"), "wb") as f:
+            f.write(content("dirswap", k))
+        t = self.clock.next()
+        os.utime(os.path.join(nxt, "f.txt"), ns=(t, t))
+        exchange(nxt, self.path("dirswap/cur"))
+        shutil.rmtree(nxt)  # the previous version, swapped out
+
+    def change_symswap(self, k):
+        target = self.path("symswap/v%d" % k)
+        os.makedirs(target)
+        with open(os.path.join(target, "f.txt"), "wb") as f:
+            f.write(content("symswap", k))
+        t = self.clock.next()
+        os.utime(os.path.join(target, "f.txt"), ns=(t, t))
+        link = self.path("symswap/cur")
+        os.symlink("v%d" % k, link + ".tmp")
+        os.rename(link + ".tmp", link)
+        if k > 0:
+            shutil.rmtree(self.path("symswap/v%d" % (k - 1)))
+
+    def change_index(self, k):
+        self.put("index/index.html", content("index", k))
+
+    def change_variant(self, k):
+        # Even versions: variant.txt.gz (sent as is for Accept-Encoding: gzip); odd ones: none,
+        # so the identity file goes out.
+        if k == 0:
+            self.put("variant.txt", b"identity")
+        if k % 2:
+            os.unlink(self.path("variant.txt.gz"))
+        else:
+            self.put("variant.txt.gz", content("variant", k))
+
+    def change_listing(self, k):
+        with open(self.path("listing/n%08d.txt" % k), "wb"):
+            pass
+        if k > 0:
+            os.unlink(self.path("listing/n%08d.txt" % (k - 1)))
+
+    def run(self, deadline, stop):
+        """Changes the scenarios in turn until `deadline` (time.monotonic()) or `stop`."""
+        while time.monotonic() < deadline and not stop.is_set() and self.count < MAX_CHANGES:
+            for name in self.names:
+                k = self.begun[name] + 1
+                self.begun[name] = k
+                getattr(self, "change_" + name)(k)
+                self.done[name] = k
+                self.count += 1
+
+
+# What each scenario requests, and the versions an answer can stand for.
+REQUESTS = {
+    "rename": ("/rename.txt", {}),
+    "inplace": ("/inplace.txt", {}),
+    "truncate": ("/truncate.txt", {}),
+    "unlink": ("/unlink.txt", {}),
+    "dirswap": ("/dirswap/cur/f.txt", {}),
+    "symswap": ("/symswap/cur/f.txt", {}),
+    "index": ("/index/", {}),
+    "variant": ("/variant.txt", {"Accept-Encoding": "gzip"}),
+    "listing": ("/listing/", {}),
+}
+# Where Last-Modified can be asked about: the mtime is set by the change itself, after
+# any load of the previous version (a file renamed into place got its mtime earlier).
+IMS_SCENARIOS = ("inplace", "truncate")
+
+
+def candidates(name, r):
+    """Returns the versions answer `r` is whole of (a set; empty: a state between two)."""
+    if name == "listing":
+        if r.status != 200:
+            return set()
+        return {int(n) for n in re.findall(rb"n(\d{8})\.txt", r.body)}
+    if name == "unlink" and r.status == 404:
+        return {"absent-odd"}
+    if name == "variant" and r.status == 200 and r.header("Content-Encoding") is None:
+        return {"identity-odd"} if r.body == b"identity" else set()
+    if r.status != 200:
+        return set()
+    v = version_of(name, r.body)
+    return set() if v is None else {v}
+
+
+def verdict(name, r, done, begun):
+    """Returns None when `r` may answer a request sent after version `done` returned and
+    answered before version `begun` + 1 started, else what is wrong."""
+    c = candidates(name, r)
+    in_range = range(done, begun + 1)
+    if name == "listing":
+        ok = c and min(c) >= done and max(c) <= begun
+    elif c & {"absent-odd", "identity-odd"}:
+        ok = any(k % 2 for k in in_range)
+    else:
+        ok = any(k in in_range for k in c)
+    if ok:
+        return None
+    if not c and begun > done:
+        return None  # a change was in progress: a state between two versions
+    return "status %d, versions %s, expected %d..%d: %r" % (r.status, sorted(map(str, c)), done,
+                                                          begun, r.body[:80])
+
+
+class Client(threading.Thread):
+    """One keep-alive connection fetching the scenarios in turn, sometimes with the
+    validators of a version known to be replaced, and checking every answer."""
+
+    def __init__(self, srv, changes, index, stop):
+        super().__init__(daemon=True)
+        self.srv, self.changes, self.index, self.stop = srv, changes, index, stop
+        self.stale = []
+        self.requests = 0
+        self.not_modified_checks = 0
+        self.error = None
+        self.seen = {}  # scenario -> [(version, etag, last_modified)]
+
+    def request(self, c, name, conditional):
+        """Sends one request for scenario `name` (`conditional`: None, "etag" or "date") on
+        connection `c` and checks its answer."""
+        path, headers = REQUESTS[name]
+        headers = dict(headers)
+        done = self.changes.done[name]
+        old = None
+        if conditional:
+            older = [s for s in self.seen.get(name, ()) if s[0] < done]
+            if conditional == "date":
+                older = [s for s in older if s[2]] if name in IMS_SCENARIOS else []
+            if older:
+                old = older[-1]
+                if conditional == "etag":
+                    headers["If-None-Match"] = old[1]
+                else:
+                    headers["If-Modified-Since"] = old[2]
+                self.not_modified_checks += 1
+        head = "GET %s HTTP/1.1\r\nHost: x\r\n" % path
+        head += "".join("%s: %s\r\n" % kv for kv in headers.items())
+        c.send((head + "\r\n").encode())
+        r = c.response("GET")
+        begun = self.changes.begun[name]
+        self.requests += 1
+        if r.status == 304:
+            what = "304 for the validators of version %s, replaced by %d" % (
+                old[0] if old else "none", done)
+            self.stale.append((name, what))
+            return
+        problem = verdict(name, r, done, begun)
+        if problem:
+            self.stale.append((name, problem))
+        cand = candidates(name, r)
+        if len(cand) == 1 and r.header("ETag") and isinstance(next(iter(cand)), int):
+            self.seen.setdefault(name, []).append(
+                (next(iter(cand)), r.header("ETag"), r.header("Last-Modified")))
+            del self.seen[name][:-4]
+
+    def run(self):
+        try:
+            names = list(REQUESTS)
+            with self.srv.client(timeout=10) as c:
+                i = self.index
+                while not self.stop.is_set():
+                    i += 1
+                    mode = (None, "etag", "date")[(i // len(names)) % 3]
+                    self.request(c, names[i % len(names)], mode)
+        except Exception as e:  # reported by the test
+            self.error = e
+
+
+class Freshness:
+    # The fd cache's settings are the defaults: they are what is tested.
+    settings = {"server": {"precompressed": "on", "directory_listing": True},
+                "limits": {"max_requests_per_connection": 10_000_000}}
+
+    @classmethod
+    def make_root(cls, base):
+        root = os.path.join(base, "www")
+        os.makedirs(root)
+        cls.changes = Changes(root)
+        return root
+
+    def test_no_stale_answer_while_files_change(self):
+        stop = threading.Event()
+        clients = [Client(self.srv, self.changes, i, stop) for i in range(CLIENTS)]
+        for c in clients:
+            c.start()
+        try:
+            self.changes.run(time.monotonic() + SECONDS, stop)
+        finally:
+            stop.set()
+            for c in clients:
+                c.join(30)
+        for c in clients:
+            self.assertIsNone(c.error, "client %d failed" % c.index)
+        stale = [s for c in clients for s in c.stale]
+        requests = sum(c.requests for c in clients)
+        checks = sum(c.not_modified_checks for c in clients)
+        summary = "%d changes, %d requests (%d with old validators)" % (self.changes.count,
+                                                                        requests, checks)
+        print(summary)
+        per = {}
+        for name, _ in stale:
+            per[name] = per.get(name, 0) + 1
+        self.assertFalse(stale, "%s; %d stale answers %r; the first 10: %r" % (
+            summary, len(stale), per, stale[:10]))
+        # The test means something only if the two raced a lot. Here, alone, each backend
+        # sees about 3,000 changes and 10,000 requests; a loaded machine (ctest -j2 beside
+        # builds) gave a tenth of that, hence low bounds.
+        self.assertGreater(self.changes.count, 300, summary)
+        self.assertGreater(requests, 600, summary)
+        self.assertGreater(checks, 60, summary)
+
+
+per_backend(globals(), Freshness)
+
+if __name__ == "__main__":
+    unittest.main()
