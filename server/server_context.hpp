@@ -82,7 +82,7 @@ struct ServerContext {
   MimeMap mime;
   DateCache dates;
   std::unique_ptr<FdCache> files;
-  std::unique_ptr<AccessLog> access_log;
+  std::shared_ptr<AccessLog> access_log;  // shared by generations that write the same file
   std::shared_ptr<Metrics> metrics;  // shared by every generation of a server (reloads)
   std::vector<std::unique_ptr<ResourcePool>> pools;  // one per processor
 
