@@ -316,7 +316,7 @@ long read_pid(const std::filesystem::path& path) {
 
 bool Server::write_pid_file() {
   if (config_.pid_file.empty()) return true;
-  const std::string& path = config_.pid_file.string();
+  const std::string path = config_.pid_file.string();
   // /run/weft is made by systemd (RuntimeDirectory); a server started by hand makes it.
   ::mkdir(config_.pid_file.parent_path().c_str(), 0755);
   // Held locked while the server runs: a second weft with the same pid file must neither
