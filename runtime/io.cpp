@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include <fcntl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -196,6 +197,17 @@ int64_t sendfile(int fd_out, int fd_in, int64_t offset, std::size_t len, TimePoi
               .deadline = deadline,
               .token = token};
   return run(r);
+}
+
+int64_t try_sendfile(int fd_out, int fd_in, int64_t offset, std::size_t len) {
+  // The drivers' own sendfile is this same call on the non-blocking socket, then a wait for
+  // room; the caller of this one decides what to do before trying again.
+  off_t off = offset;
+  ssize_t n;
+  do {
+    n = ::sendfile(fd_out, fd_in, offset >= 0 ? &off : nullptr, len);
+  } while (n < 0 && errno == EINTR);
+  return n >= 0 ? n : -errno;
 }
 
 int openat2(int dirfd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {

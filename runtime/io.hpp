@@ -96,6 +96,11 @@ int64_t splice(int fd_in, int64_t off_in, int fd_out, int64_t off_out, std::size
 int64_t sendfile(int fd_out, int fd_in, int64_t offset, std::size_t len,
                  TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
 
+/// Sends what socket fd_out takes now of len bytes of file fd_in from offset (sendfile(2),
+/// without waiting for room); returns the count, -EAGAIN when the socket is full, or -errno.
+/// A system call on the calling thread: the pages it sends should be cached.
+int64_t try_sendfile(int fd_out, int fd_in, int64_t offset, std::size_t len);
+
 /// Opens path relative to dirfd like openat2(2) (flags, mode, RESOLVE_* in resolve);
 /// returns the fd or -errno.
 int openat2(int dirfd, const char* path, uint64_t flags, uint64_t mode = 0, uint64_t resolve = 0);

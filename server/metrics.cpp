@@ -54,9 +54,10 @@ constexpr Family kFdHits{"weft_fd_cache_hits_total", "counter",
 constexpr Family kFdMisses{"weft_fd_cache_misses_total", "counter",
                            "File lookups the fd cache had to open or stat."};
 constexpr Family kBodyRanges{"weft_body_ranges_total", "counter",
-                             "File body ranges sent by io.body = \"auto\", by path: "
-                             "path=\"resident\" (in the page cache: sendfile, inline) or "
-                             "path=\"cold\" (read through the I/O driver, then sent)."};
+                             "Pieces of file bodies (up to 1 MiB each) sent by io.body = "
+                             "\"auto\", by path: path=\"resident\" (in the page cache: one "
+                             "sendfile, inline) or path=\"cold\" (one read through the I/O "
+                             "driver, then sent)."};
 constexpr Family kColdBytes{"weft_body_cold_bytes_total", "counter",
                             "Bytes of file bodies read through the cold path (not in the page "
                             "cache when their range was sent)."};

@@ -5,7 +5,10 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "runtime/io.hpp"
@@ -299,60 +302,111 @@ bool ResponseWriter::send_file_body(const FileEntry& file, uint64_t offset, uint
     case BodyPath::automatic:
       break;
   }
-  // A file found wholly cached a moment ago is still cached: its pages were just used, so
-  // they are the last the kernel would evict. Skipping the question then keeps the cost of
-  // "auto" off hot files (docs/benchmarks.md, "Cold files").
-  const int64_t now = rt::to_ns(rt::coarse_now());
-  if (now - file.resident_ns.load(std::memory_order_relaxed) < kResidentMemoNs) {
-    if (ctx_.metrics) ctx_.metrics->on_body_range(ServerContext::shard(), true, 0);
-    return send_with_sendfile(file, offset, length, sent);
-  }
-  // Range by range, so that a file partly cached goes inline where it can; each range is
-  // asked about just before it is sent (the kernel's readahead of the previous one may have
-  // brought it in).
+  return send_auto(file, offset, length, more, sent);
+}
+
+bool ResponseWriter::send_auto(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
+                               uint64_t* sent) {
+  // Each piece is asked about just before it goes, however long the body takes: a slow
+  // reader's later pages may be evicted after its first ones were found cached, and a
+  // sendfile of them would wait for the disk on the processor. A file partly cached goes
+  // inline where it can.
+  const int64_t start = rt::to_ns(rt::coarse_now());
   const bool whole = offset == 0 && length == file.size;
   bool all_resident = true;
   while (length > 0) {
     const uint64_t n = std::min(length, kResidencyRange);
-    const bool resident = range_resident(file.fd, offset, n);
+    // A file found wholly cached a moment ago is still cached: its pages were just used, so
+    // they are the last the kernel would evict. Skipping the question then keeps the cost
+    // of "auto" off hot files (docs/benchmarks.md, "Cold files"). Looked at per piece: the
+    // memo lapses during a long body.
+    const bool recent =
+        rt::to_ns(rt::coarse_now()) - file.resident_ns.load(std::memory_order_relaxed) <
+        kResidentMemoNs;
+    const bool resident = recent || range_resident(file.fd, offset, n);
     all_resident = all_resident && resident;
-    if (ctx_.metrics)
-      ctx_.metrics->on_body_range(ServerContext::shard(), resident, resident ? 0 : n);
-    bool ok = resident ? send_with_sendfile(file, offset, n, sent)
-                       : send_by_reading(file, offset, n, more || n < length, sent);
-    if (!ok) return false;
-    offset += n;
-    length -= n;
+    const int64_t done = resident ? send_resident_piece(file, offset, n, sent)
+                                  : send_cold_piece(file, offset, length, more, sent);
+    if (done < 0) return false;
+    if (done > 0 && ctx_.metrics) {
+      ctx_.metrics->on_body_range(ServerContext::shard(), resident,
+                                  resident ? 0 : static_cast<uint64_t>(done));
+    }
+    offset += static_cast<uint64_t>(done);
+    length -= static_cast<uint64_t>(done);
   }
-  if (whole && all_resident) file.resident_ns.store(now, std::memory_order_relaxed);
+  // Wholly cached as of the start: the oldest time every piece can vouch for.
+  if (whole && all_resident) file.resident_ns.store(start, std::memory_order_relaxed);
   return true;
 }
 
-bool ResponseWriter::send_by_reading(const FileEntry& file, uint64_t offset, uint64_t length,
-                                     bool more, uint64_t* sent) {
-  ResourcePool& pool = ctx_.pool();
-  std::unique_ptr<char[]> buf = pool.take_buffer();
-  const uint64_t size = ctx_.config.cold_read_size;
-  bool ok = true;
-  while (ok && length > 0) {
-    // The driver parks this fiber while the disk works; its processor runs the others.
-    const std::size_t want = std::min(length, size);
-    const auto at = static_cast<int64_t>(offset);
-    int64_t n = ctx_.config.cold_offload
-                    ? io::read_cold(file.fd, buf.get(), want, at, send_deadline(), &token_)
-                    : io::read(file.fd, buf.get(), want, at, send_deadline(), &token_);
-    if (n <= 0) {
-      on_body_error(file, n);  // 0: the file shrank under us
-      ok = false;
-      break;
+int64_t ResponseWriter::send_resident_piece(const FileEntry& file, uint64_t offset, uint64_t length,
+                                            uint64_t* sent) {
+  int64_t n = io::try_sendfile(fd_, file.fd, static_cast<int64_t>(offset), length);
+  if (n == -EAGAIN) {
+    // Full: wait for room with no sendfile pending, so that the pages are asked about
+    // again when it comes (however long the client takes).
+    const int ready = io::poll(fd_, POLLOUT, send_deadline(), &token_);
+    if (ready >= 0) return 0;
+    n = ready;
+  }
+  if (n <= 0) {
+    // The Content-Length can no longer be honoured: end the connection rather than send
+    // something else.
+    on_body_error(file, n);
+    return -1;
+  }
+  *sent += static_cast<uint64_t>(n);
+  return n;
+}
+
+int64_t ResponseWriter::send_room() const {
+  int buffer = 0;
+  socklen_t len = sizeof buffer;
+  int queued = 0;
+  if (::getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buffer, &len) != 0 ||
+      ::ioctl(fd_, SIOCOUTQ, &queued) != 0) {
+    return -1;
+  }
+  return std::max<int64_t>(0, int64_t{buffer} - queued);
+}
+
+int64_t ResponseWriter::send_cold_piece(const FileEntry& file, uint64_t offset, uint64_t length,
+                                        bool more, uint64_t* sent) {
+  // Room first: a client that reads slowly waits here holding no buffer, and what is read
+  // is what the socket takes, so the buffer goes back as soon as the send returns.
+  int64_t room = send_room();
+  if (room >= 0 && static_cast<uint64_t>(room) < kMinColdPiece) {
+    const int ready = io::poll(fd_, POLLOUT, send_deadline(), &token_);
+    if (ready < 0) {
+      on_body_error(file, ready);
+      return -1;
     }
-    offset += static_cast<uint64_t>(n);
-    length -= static_cast<uint64_t>(n);
-    ok =
-        send_bytes(buf.get(), static_cast<std::size_t>(n), length > 0 || more ? MSG_MORE : 0, sent);
+    room = send_room();
+  }
+  uint64_t want = std::min<uint64_t>(length, ctx_.config.cold_read_size);
+  if (room >= 0)
+    want = std::min(want, std::max<uint64_t>(static_cast<uint64_t>(room), kMinColdPiece));
+  ResourcePool& pool = ctx_.pool();
+  std::unique_ptr<char[]> buf = pool.take_buffer(send_deadline());  // at most max_lent_buffers()
+  if (!buf) {
+    on_body_error(file, -ETIMEDOUT);
+    return -1;
+  }
+  // The driver parks this fiber while the disk works; its processor runs the others.
+  const auto at = static_cast<int64_t>(offset);
+  const int64_t n = ctx_.config.cold_offload
+                        ? io::read_cold(file.fd, buf.get(), want, at, send_deadline(), &token_)
+                        : io::read(file.fd, buf.get(), want, at, send_deadline(), &token_);
+  bool ok = n > 0;
+  if (!ok) {
+    on_body_error(file, n);  // 0: the file shrank under us
+  } else {
+    const auto got = static_cast<uint64_t>(n);
+    ok = send_bytes(buf.get(), got, got < length || more ? MSG_MORE : 0, sent);
   }
   pool.give_buffer(std::move(buf));
-  return ok;
+  return ok ? n : -1;
 }
 
 void ResponseWriter::on_body_error(const FileEntry& file, int64_t result) {

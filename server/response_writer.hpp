@@ -3,7 +3,7 @@
 // It builds every response head (build_head: one place for the status line, the common
 // fields and each kind's own), queues heads and small bodies in the connection's arena and
 // sends them together (one sendmsg for a pipelined batch), and streams large bodies with
-// sendfile or splice (io.body), or, by default, range by range: sendfile for what the page
+// sendfile or splice (io.body), or, by default, piece by piece: sendfile for what the page
 // cache holds, reads through the I/O driver for the rest (page_cache.hpp), and multipart/byteranges
 // bodies as their framing text between the parts' slices (each sent as a single range's would be).
 // Every response is an Outgoing record from when it is queued until its bytes are out; then, or
@@ -72,14 +72,19 @@ class ResponseWriter {
   // A body copied into the arena behind its head when it is at most this long: one
   // contiguous slice, one plain send.
   static constexpr std::size_t kCopyBodyMax = 1024;
-  // io.body = "auto" asks the page cache about a file body this much at a time: one probe
-  // per megabyte is noise beside sending it, and a range is small enough that a partly
-  // cached file mostly goes inline.
+  // io.body = "auto" sends a file body in pieces of at most this much, and asks the page
+  // cache about each piece just before it goes: one probe per megabyte is noise beside
+  // sending it, a piece is small enough that a partly cached file mostly goes inline, and a
+  // sendfile of it reads no page that was not asked about.
   static constexpr uint64_t kResidencyRange = 1024 * 1024;
   // How long a file found wholly in the page cache is taken to stay there without asking
   // again. Evicting pages used this recently would take the whole page cache (or a memory
   // cgroup's) turning over within this time.
   static constexpr int64_t kResidentMemoNs = 100'000'000;
+  // The smallest read of a cold piece: the room a socket must have before one is read
+  // (else the writer waits for more). Picked: tcp_wmem's default send buffer; a smaller
+  // read would only cost more reads per byte.
+  static constexpr uint64_t kMinColdPiece = 16 * 1024;
 
   static void error_fields(HeadBuffer& h, int status);
   bool queue(const Outgoing& o, std::string_view head, const char* body, FileRef hold);
@@ -99,10 +104,21 @@ class ResponseWriter {
   bool send_file_body(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
                       uint64_t* sent);
   bool send_with_sendfile(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
-  // Reads the range into a pooled buffer through the I/O driver, piece by piece, sending
-  // each piece; for ranges that are not in the page cache.
-  bool send_by_reading(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
-                       uint64_t* sent);
+  // io.body = "auto": piece by piece, each asked about just before it goes.
+  bool send_auto(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
+                 uint64_t* sent);
+  // Sends one piece of at most `length` cached bytes with one sendfile that does not wait
+  // for room; returns the bytes sent (0: the socket was full, and now has room), or -1.
+  int64_t send_resident_piece(const FileEntry& file, uint64_t offset, uint64_t length,
+                              uint64_t* sent);
+  // Sends one piece of at most `length` bytes that are not cached: once the socket has room,
+  // reads what it takes through the I/O driver into a pooled buffer, held only for that read
+  // and its send. `more`: bytes follow the `length`. Returns the bytes sent, or -1.
+  int64_t send_cold_piece(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
+                          uint64_t* sent);
+  // Returns the bytes the socket takes now (its send buffer less what waits in it), or -1
+  // when it cannot tell.
+  int64_t send_room() const;
   bool send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
                         uint64_t* sent);
   void on_body_error(const FileEntry& file, int64_t result);

@@ -245,7 +245,7 @@ std::unique_ptr<Server::Generation> Server::make_generation(Config config) {
               budget.describe());
   try {
     g->ctx = std::make_unique<ServerContext>(c, slots_);
-    g->ctx->access_log = AccessLog::create(c);
+    g->ctx->access_log = access_log_for(c);
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return nullptr;
@@ -266,6 +266,29 @@ std::unique_ptr<Server::Generation> Server::make_generation(Config config) {
     ctx.pools.push_back(std::make_unique<ResourcePool>(c, read_capacity, c.pipe_size));
   }
   return g;
+}
+
+std::shared_ptr<AccessLog> Server::access_log_for(const Config& c) {
+  // One log per file, whichever generations write it: two streams with a writer thread each
+  // would interleave their lines, and a reopen must reach every writer of the file.
+  if (live_ && live_->ctx->access_log && live_->config.access_log == c.access_log &&
+      live_->config.access_format == c.access_format) {
+    return live_->ctx->access_log;
+  }
+  return AccessLog::create(c);
+}
+
+void Server::reopen_access_logs() {
+  std::vector<AccessLog*> done;
+  auto reopen = [&done](const std::shared_ptr<AccessLog>& log) {
+    if (!log || std::find(done.begin(), done.end(), log.get()) != done.end()) return;
+    log->reopen();
+    done.push_back(log.get());
+  };
+  reopen(live_->ctx->access_log);
+  // A retiring generation's own file too (a reload changed the path): it may still log.
+  std::lock_guard lock(retired_mu_);
+  for (Generation* g : retired_) reopen(g->ctx->access_log);
 }
 
 void Server::start_housekeeping(Generation& g) {
@@ -296,7 +319,7 @@ long read_pid(const std::filesystem::path& path) {
 
 bool Server::write_pid_file() {
   if (config_.pid_file.empty()) return true;
-  const std::string& path = config_.pid_file.string();
+  const std::string path = config_.pid_file.string();
   // /run/weft is made by systemd (RuntimeDirectory); a server started by hand makes it.
   ::mkdir(config_.pid_file.parent_path().c_str(), 0755);
   // Held locked while the server runs: a second weft with the same pid file must neither
@@ -410,7 +433,7 @@ int Server::wait_for_stop_signal() {
     if (sig != SIGHUP && sig != SIGUSR1) return sig;
     spdlog::info("{}: reopening logs", sig == SIGHUP ? "SIGHUP" : "SIGUSR1");
     reopen_error_log();
-    if (live_->ctx->access_log) live_->ctx->access_log->reopen();
+    reopen_access_logs();
     if (sig == SIGHUP) reload();
   }
 }

@@ -27,7 +27,10 @@
 // (acceptors cancelled, listening sockets closed) -> every generation's idle keep-alive
 // connections closed, busy ones finish their response and close -> after
 // timeouts.shutdown_grace, whatever is left is cancelled -> logs flushed -> exit 0. SIGUSR1
-// reopens the error and access logs (for logrotate), as SIGHUP also does.
+// reopens the error and access logs (for logrotate), as SIGHUP also does. A generation whose
+// access log is the same file as the live one's (path and format) shares that log, so lines
+// of old and new connections never interleave and a reopen reaches both; a retiring
+// generation with a file of its own has it reopened too.
 //
 // Threads: construct, open() and serve() from one thread, outside any runtime.
 #pragma once
@@ -74,6 +77,11 @@ class Server {
 
   bool open_sockets();
   std::unique_ptr<Generation> make_generation(Config config);
+  // Returns the access log `c` asks for: the live generation's when it writes the same file
+  // in the same format, else a new one (throws ConfigError as AccessLog::create).
+  std::shared_ptr<AccessLog> access_log_for(const Config& c);
+  // Reopens every generation's access log once (SIGUSR1, SIGHUP).
+  void reopen_access_logs();
   void start_housekeeping(Generation& g);
   void add_gauges();
   void spawn_acceptors(rt::CancelToken& stop, std::vector<rt::FiberHandle>& out);

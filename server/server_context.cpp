@@ -14,7 +14,11 @@
 namespace weft::http {
 
 ResourcePool::ResourcePool(const Config& config, std::size_t read_capacity, std::size_t pipe_size)
-    : config_(config), read_capacity_(read_capacity), pipe_size_(pipe_size) {}
+    : config_(config),
+      read_capacity_(read_capacity),
+      pipe_size_(pipe_size),
+      max_lent_(2 * std::max(1u, config.iowq_bounded)),
+      lendable_(static_cast<int64_t>(max_lent_)) {}
 
 ResourcePool::~ResourcePool() {
   for (ConnectionWork* w : work_) delete w;
@@ -48,7 +52,8 @@ void ResourcePool::give_work(ConnectionWork* w) {
   work_.push_back(w);
 }
 
-std::unique_ptr<char[]> ResourcePool::take_buffer() {
+std::unique_ptr<char[]> ResourcePool::take_buffer(rt::TimePoint deadline) {
+  if (!lendable_.try_acquire_until(deadline)) return nullptr;
   {
     std::lock_guard g(mu_);
     if (!buffers_.empty()) {
@@ -63,8 +68,15 @@ std::unique_ptr<char[]> ResourcePool::take_buffer() {
 }
 
 void ResourcePool::give_buffer(std::unique_ptr<char[]> b) {
-  std::lock_guard g(mu_);
-  if (buffers_.size() < kMaxPooledBuffers) buffers_.push_back(std::move(b));
+  {
+    std::lock_guard g(mu_);
+    if (buffers_.size() < kMaxPooledBuffers) buffers_.push_back(std::move(b));
+  }
+  lendable_.release();
+}
+
+std::size_t ResourcePool::lent_buffers() const {
+  return max_lent_ - static_cast<std::size_t>(std::max<int64_t>(0, lendable_.available()));
 }
 
 std::size_t ResourcePool::trim(std::size_t keep) {

@@ -16,6 +16,7 @@
 
 #include "runtime/io_driver.hpp"
 #include "runtime/latch.hpp"
+#include "runtime/semaphore.hpp"
 #include "server/config.hpp"
 #include "server/connection_slots.hpp"
 #include "server/connection_work.hpp"
@@ -48,10 +49,18 @@ class ResourcePool {
   std::pair<int, int> take_pipe();
   /// Gives back a pipe; `clean` says it is empty (else it is closed, not reused).
   void give_pipe(std::pair<int, int> p, bool clean);
-  /// Returns a read buffer of io.cold_read_size bytes (any thread).
-  std::unique_ptr<char[]> take_buffer();
+  /// Returns a read buffer of io.cold_read_size bytes, parking the calling fiber while
+  /// max_lent_buffers() are out; null when `deadline` came first. Call on a fiber.
+  std::unique_ptr<char[]> take_buffer(rt::TimePoint deadline);
   /// Gives a read buffer back (any thread).
   void give_buffer(std::unique_ptr<char[]> b);
+  /// Returns how many read buffers are lent now (a snapshot, any thread).
+  std::size_t lent_buffers() const;
+  /// Returns how many read buffers may be lent at once: twice io.iowq_bounded. Reads beyond
+  /// the bounded kernel workers (or the epoll backend's file threads) would only wait in the
+  /// kernel holding their buffer; twice their number lets a piece be sent while the next is
+  /// read.
+  std::size_t max_lent_buffers() const { return max_lent_; }
 
   /// Frees the pooled working states unused since the previous call (the pool's low-water
   /// mark), keeping at least `keep`, and the read buffers likewise, keeping kKeepBuffers;
@@ -74,6 +83,8 @@ class ResourcePool {
   static constexpr std::size_t kKeepBuffers = 2;
   std::vector<std::unique_ptr<char[]>> buffers_;
   std::size_t buffers_low_ = 0;
+  const std::size_t max_lent_;
+  rt::Semaphore lendable_;  // max_lent_ permits, one per buffer lent
 };
 
 struct ServerContext {
@@ -82,8 +93,8 @@ struct ServerContext {
   MimeMap mime;
   DateCache dates;
   std::unique_ptr<FdCache> files;
-  std::unique_ptr<AccessLog> access_log;
-  std::shared_ptr<Metrics> metrics;  // shared by every generation of a server (reloads)
+  std::shared_ptr<AccessLog> access_log;  // shared by generations that write the same file
+  std::shared_ptr<Metrics> metrics;       // shared by every generation of a server (reloads)
   std::vector<std::unique_ptr<ResourcePool>> pools;  // one per processor
 
   // limits.max_connections, and the idle connections to reclaim: one count for every

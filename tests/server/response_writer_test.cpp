@@ -1,12 +1,16 @@
 // Tests server/response_writer over a real socket pair: heads built per Reply kind, pipelined
 // responses queued and sent in one go and finished in order with their body bytes, HEAD
 // without a body, a body streamed with sendfile, multipart/byteranges bodies (from memory and
-// from the descriptor), a peer that is gone (finished unsent, the writer broken), and
-// abandon() finishing what is still queued.
+// from the descriptor), a peer that is gone (finished unsent, the writer broken), abandon()
+// finishing what is still queued, and io.body = "auto" asking about residency piece by piece
+// and holding no read buffer while a slow client does not read.
 #include "server/response_writer.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <span>
 #include <string>
 #include <thread>
@@ -14,12 +18,16 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "runtime/io_driver.hpp"
 #include "runtime/scheduler.hpp"
+#include "server/metrics.hpp"
 #include "server/multipart.hpp"
+#include "server/page_cache.hpp"
 #include "server/status.hpp"
 
 namespace weft::http {
@@ -43,15 +51,15 @@ class ResponseWriterTest : public ::testing::Test {
   }
 
   // Runs fn(writer) on a fiber, with a reader thread collecting what the peer receives
-  // until the writer's side closes; returns it.
-  std::string run(const std::function<void(ResponseWriter&, ConnectionWork&)>& fn) {
+  // until the writer's side closes (`read`, when given, reads instead); returns it.
+  std::string run(const std::function<void(ResponseWriter&, ConnectionWork&)>& fn,
+                  const std::function<void(std::string&)>& read = {}) {
     std::string got;
     std::thread reader([&] {
-      char buf[65536];
-      while (true) {
-        ssize_t n = ::read(fds_[1], buf, sizeof buf);
-        if (n <= 0) break;
-        got.append(buf, static_cast<std::size_t>(n));
+      if (read) {
+        read(got);
+      } else {
+        read_until(got, std::string::npos);
       }
     });
     rt::RuntimeOptions o;
@@ -59,6 +67,9 @@ class ResponseWriterTest : public ::testing::Test {
     o.make_driver = rt::make_io_driver_factory(rt::IoOptions{});
     rt::Runtime runtime(o);
     ServerContext ctx(config_);
+    ctx.metrics = metrics_;
+    ctx.pools.push_back(std::make_unique<ResourcePool>(config_, 4096, 65536));
+    ctx_ = &ctx;
     ConnectionWork work(config_, 4096);
     runtime.run([&] {
       ResponseWriter w(ctx, fds_[0], "peer", token_, &ResponseWriterTest::on_finished, this);
@@ -68,7 +79,27 @@ class ResponseWriterTest : public ::testing::Test {
     });
     ::shutdown(fds_[0], SHUT_WR);
     reader.join();
+    ctx_ = nullptr;
     return got;
+  }
+
+  // Reads what the peer receives into `got` until it holds `n` bytes or the writer's side
+  // closes.
+  void read_until(std::string& got, std::size_t n) {
+    char buf[65536];
+    while (got.size() < n) {
+      ssize_t r = ::read(fds_[1], buf, sizeof buf);
+      if (r <= 0) break;
+      got.append(buf, static_cast<std::size_t>(r));
+    }
+  }
+
+  // Returns the bytes the cold path has read (weft_body_cold_bytes_total).
+  uint64_t cold_bytes() const {
+    const std::string text = metrics_->render();
+    const std::string name = "\nweft_body_cold_bytes_total ";
+    const std::size_t at = text.find(name);
+    return at == std::string::npos ? 0 : std::stoull(text.substr(at + name.size()));
   }
 
   static void on_finished(void* self, const Outgoing& o, uint64_t body_sent) {
@@ -80,8 +111,29 @@ class ResponseWriterTest : public ::testing::Test {
     path_ = std::filesystem::temp_directory_path() /
             ("weft-writer-" + std::to_string(::getpid()) + ".bin");
     std::ofstream(path_, std::ios::binary) << content;
+    FileRef e = entry_of(::open(path_.c_str(), O_RDONLY | O_CLOEXEC), content);
+    if (cached) {
+      e->bytes = std::make_unique<char[]>(content.size());
+      std::memcpy(e->bytes.get(), content.data(), content.size());
+    }
+    std::filesystem::remove(path_);
+    return e;
+  }
+
+  // A file entry for `content` in a file on a disk (a tmpfs keeps every page), written back
+  // so that its pages can be dropped, and sent from its fd.
+  static FileRef disk_file_of(const std::string& content) {
+    char path[] = "/var/tmp/weft-writer-XXXXXX";
+    const int fd = ::mkstemp(path);
+    ::unlink(path);
+    EXPECT_EQ(::write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+    EXPECT_EQ(::fdatasync(fd), 0);  // dirty pages are not dropped
+    return entry_of(fd, content);
+  }
+
+  static FileRef entry_of(int fd, const std::string& content) {
     auto* e = new FileEntry();
-    e->fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    e->fd = fd;
     e->size = content.size();
     e->etag = make_etag(1, 0, content.size());
     e->content_type = "application/octet-stream";
@@ -90,11 +142,6 @@ class ResponseWriterTest : public ::testing::Test {
     e->headers.append("ETag: ").append(e->etag.view()).append("\r\n");
     e->validators_end = e->headers.size();
     e->headers.append("Accept-Ranges: bytes\r\n");
-    if (cached) {
-      e->bytes = std::make_unique<char[]>(content.size());
-      std::memcpy(e->bytes.get(), content.data(), content.size());
-    }
-    std::filesystem::remove(path_);
     return FileRef(e);
   }
 
@@ -112,6 +159,8 @@ class ResponseWriterTest : public ::testing::Test {
   int fds_[2] = {-1, -1};
   rt::CancelToken token_;
   Config config_;
+  std::shared_ptr<Metrics> metrics_ = std::make_shared<Metrics>(1);
+  ServerContext* ctx_ = nullptr;  // during run()
   std::filesystem::path path_;
   std::vector<Finished> finished_;
 };
@@ -284,6 +333,86 @@ TEST_F(ResponseWriterTest, ManyQueuedResponsesFlushWhenTheQueueIsFull) {
   ASSERT_EQ(finished_.size(), 3u * ConnectionWork::kMaxOutgoing);
   for (const Finished& f : finished_) EXPECT_EQ(f.body_sent, error_body(404).size());
   EXPECT_EQ(count(got, "HTTP/1.1 404 Not Found\r\n"), finished_.size());
+}
+
+// A body of `size` bytes that differ from their neighbours.
+std::string pattern(std::size_t size) {
+  std::string s(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) s[i] = static_cast<char>(i * 7 + i / 4096);
+  return s;
+}
+
+// Drops the pages of `fd` from the page cache; returns whether [offset, offset + length) is
+// then not resident. A page still in another CPU's LRU batch is skipped by DONTNEED: asks
+// again, a few times.
+bool drop_pages(int fd, uint64_t offset, uint64_t length) {
+  for (int tries = 0; tries < 20; ++tries) {
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (!range_resident(fd, offset, length)) return true;
+    ::usleep(10'000);
+  }
+  return false;
+}
+
+// io.body = "auto" (issue 32, 2.3): a file found wholly cached a moment ago is sent without
+// asking (the memo), but each piece looks at the memo again: once it lapses, the pieces of a
+// slow reader are asked about one by one, and pages evicted meanwhile are read through the
+// I/O driver rather than by a sendfile that would wait for the disk on the processor.
+TEST_F(ResponseWriterTest, EachPieceOfAResidentBodyIsAskedAboutAgain) {
+  constexpr std::size_t kMiB = 1 << 20;
+  const std::string content = pattern(8 * kMiB);
+  FileRef f = disk_file_of(content);
+  f->resident_ns.store(rt::to_ns(rt::coarse_now()));  // found wholly resident just now
+  bool dropped = false;
+  std::string got =
+      run([&](ResponseWriter& w,
+              ConnectionWork&) { EXPECT_TRUE(w.write(file_reply(f), nullptr, false, {})); },
+          [&](std::string& out) {
+            read_until(out, 256 * 1024);  // the head and the first pieces; then it dawdles:
+            f->resident_ns.store(0);      // the memo lapses,
+            dropped = drop_pages(f->fd, 6 * kMiB, 2 * kMiB);  // the tail is evicted,
+            read_until(out, std::string::npos);               // and it reads on
+          });
+  if (!dropped) GTEST_SKIP() << "the file system kept the pages";
+  EXPECT_TRUE(got.ends_with(content));
+  ASSERT_EQ(finished_.size(), 1u);
+  EXPECT_EQ(finished_[0].body_sent, content.size());
+  EXPECT_GT(cold_bytes(), 0u) << "the evicted tail went out by sendfile, from the disk";
+}
+
+// A client that stops reading a body that is not cached holds no read buffer while it does
+// not read: the writer waits for room in the socket before it reads, and reads what fits.
+TEST_F(ResponseWriterTest, AStalledReaderOnTheColdPathHoldsNoBuffer) {
+  const std::string content = pattern(4 << 20);
+  FileRef f = disk_file_of(content);
+  if (!drop_pages(f->fd, 0, content.size())) GTEST_SKIP() << "the file system kept the pages";
+  std::atomic<bool> reading{false};
+  bool idle_without_buffer = false;
+  std::string got = run(
+      [&](ResponseWriter& w, ConnectionWork&) {
+        ResourcePool& pool = *ctx_->pools[0];
+        // Runs while the writer waits; bounded: 2,000 looks, 5 ms apart.
+        auto observer = rt::spawn([&] {
+          for (int i = 0; i < 2000 && !idle_without_buffer; ++i) {
+            int queued = 0;
+            ::ioctl(fds_[0], SIOCOUTQ, &queued);
+            idle_without_buffer = queued >= 64 * 1024 && pool.lent_buffers() == 0;
+            if (!idle_without_buffer) rt::sleep_for(std::chrono::milliseconds(5));
+          }
+          reading.store(true);
+        });
+        EXPECT_TRUE(w.write(file_reply(f), nullptr, false, {}));
+        observer.join();
+      },
+      [&](std::string& out) {
+        // Reads nothing until the observer has looked (bounded: 30 s), then everything.
+        for (int i = 0; i < 3000 && !reading.load(); ++i) ::usleep(10'000);
+        read_until(out, std::string::npos);
+      });
+  EXPECT_TRUE(idle_without_buffer) << "a read buffer stayed lent while the client read nothing";
+  EXPECT_TRUE(got.ends_with(content));
+  ASSERT_EQ(finished_.size(), 1u);
+  EXPECT_EQ(finished_[0].body_sent, content.size());
 }
 
 }  // namespace

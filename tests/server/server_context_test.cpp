@@ -74,6 +74,34 @@ TEST(ResourcePoolTest, PipesAreSizedAndReusedOnlyWhenClean) {
   pool.give_pipe(r, true);
 }
 
+// Cold reads lend buffers from the pool; at most max_lent_buffers() are out at once, so slow
+// clients on the cold path cannot hold more than that much memory between them.
+TEST(ResourcePoolTest, BuffersLentAtOnceAreCapped) {
+  Config config;
+  config.iowq_bounded = 1;
+  ResourcePool pool(config, 4096, 65536);
+  ASSERT_EQ(pool.max_lent_buffers(), 2u);
+  rt::RuntimeOptions o;
+  o.processors = 1;
+  rt::Runtime runtime(o);
+  runtime.run([&] {
+    const auto later = [](int ms) { return rt::now() + std::chrono::milliseconds(ms); };
+    auto a = pool.take_buffer(later(5000));
+    auto b = pool.take_buffer(later(5000));
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(pool.lent_buffers(), 2u);
+    EXPECT_FALSE(pool.take_buffer(later(20))) << "a third while two are out";
+    // One given back while a taker waits: the waiter gets it.
+    auto giver = rt::spawn([&] { pool.give_buffer(std::move(a)); });
+    auto c = pool.take_buffer(later(5000));
+    EXPECT_TRUE(c);
+    giver.join();
+    pool.give_buffer(std::move(b));
+    pool.give_buffer(std::move(c));
+    EXPECT_EQ(pool.lent_buffers(), 0u);
+  });
+}
+
 // The reload race (issue 32, 2.2): an acceptor reads the current context and pins it while
 // publish() swaps in the next one and hands the old one back to be freed. A pin must never
 // touch the context once publish() returned it. Threads pin in a loop, as acceptors do on

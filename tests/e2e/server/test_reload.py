@@ -167,6 +167,41 @@ class Reload:
             self.assertEqual(srv.proc.wait(20), 0)
         self.assertIn("shutting down (grace 300 ms", srv.log())
 
+    def test_access_log_is_one_across_generations_and_rotates_for_all(self):
+        # Both generations write one file through one log (no interleaving of two streams),
+        # and after logrotate's rename and SIGUSR1 the retiring one writes the new file too.
+        path = os.path.join(self.base, "access.log")
+        grace = "30s"  # the retiring generation keeps its idle connection meanwhile
+        self.rewrite(**{"log.access_log": path, "timeouts.shutdown_grace": grace})
+        self.srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: self.reloads() == 1, what="the first reload")
+        with self.srv.client() as c:
+            c.send(b"GET /which.txt?before HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertEqual(c.response().body, b"a")
+            self.rewrite(**{"log.access_log": path, "timeouts.shutdown_grace": grace,
+                            "server.root": self.roots[1]})
+            self.srv.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: self.reloads() == 2, what="the second reload")
+            os.rename(path, path + ".1")
+            self.srv.proc.send_signal(signal.SIGUSR1)
+            wait_for(lambda: "SIGUSR1: reopening logs" in self.srv.log(), what="the reopen")
+            c.send(b"GET /which.txt?old-after HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertEqual(c.response().body, b"a")  # the retiring generation
+        r, body = self.srv.get("/which.txt?new-after")
+        self.assertEqual((r.status, body), (200, b"b"))
+
+        def text(p):
+            with open(p) as f:
+                return f.read()
+        wait_for(lambda: os.path.exists(path) and text(path).count("\n") == 2,
+                 what="two lines in the new file")
+        self.assertIn("?before ", text(path + ".1"))
+        self.assertNotIn("-after ", text(path + ".1"))
+        lines = text(path).splitlines()
+        self.assertEqual(sorted(line.split('"')[1] for line in lines),
+                         ["GET /which.txt?new-after HTTP/1.1",
+                          "GET /which.txt?old-after HTTP/1.1"], lines)
+
     def test_listen_change_is_refused_clearly(self):
         other = free_port()
         self.rewrite(**{"server.listen": ["127.0.0.1:%d" % other], "server.root": self.roots[1]})
