@@ -61,6 +61,10 @@
 // earliest wake-up of any processor, and arming one that becomes its heap's earliest wakes
 // a sleeper when none would wake by then (a seq_cst read-modify-write of the sleeper count
 // on both sides, as for pushes, so the sleeper's plan or the armer's check sees the other).
+// The price: each sleeper also wakes for other processors' timers that their owners fire
+// themselves, one wasted wake-up per such timer and sleeper (timed waits are rare in the
+// server, whose I/O deadlines live in the other heap; weft-load's session clock is the
+// busiest user).
 // A processor's I/O deadlines (io_timers_, the driver's) are fired by it alone: expiry
 // cancels the operation on its own ring, and its ring's completions, too, are reaped only
 // by it, so an I/O wait on a held processor ends when that processor next polls.

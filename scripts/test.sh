@@ -3,7 +3,9 @@
 # warnings as errors, and runs the whole test suite:
 #   1. the release build: every unit and end-to-end test;
 #   2. the asan preset (ASan+UBSan): every test again;
-#   3. the tsan preset: the runtime's tests;
+#   3. the tsan preset: the runtime's tests and a few of the server's (label tsan: the
+#      connection and its slots, and an end-to-end run of concurrent clients, a reload and a
+#      shutdown; a few minutes on 2 cores);
 #   4. fuzz: each libFuzzer target for WEFT_FUZZ_SECONDS (default 60) from its seed corpus
 #      (scripts/fuzz.sh).
 # Each stage ends with one line "STAGE: N passed, M failed[, K skipped]"; the last two lines
@@ -51,7 +53,7 @@ for stage in $stages; do
     count_fuzz "$log"
   else
     filter=()
-    [[ "$stage" == tsan ]] && filter=(-L runtime)
+    [[ "$stage" == tsan ]] && filter=(-L 'runtime|tsan')
     if ! WEFT_WERROR=ON scripts/build.sh "$stage" 2>&1 | tee "$log.build"; then
       ok=0 passed=0 failed=1 skipped=0
     else
