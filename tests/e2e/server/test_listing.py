@@ -293,6 +293,18 @@ class Listing:
                 self.assertIsNone(r.getheader("ETag"))
                 self.assertIsNone(r.getheader("Last-Modified"))
 
+    def test_default_bound_is_ten_thousand_entries(self):
+        d = os.path.join(self.root, "huge")
+        if not os.path.isdir(d):
+            os.mkdir(d)
+            for i in range(10001):
+                os.close(os.open(os.path.join(d, "f%05d" % i), os.O_CREAT | os.O_WRONLY, 0o644))
+        r, body = self.get("/huge/")
+        self.assertEqual(body.count(b'<tr><td><a href="./f'), 10000)
+        self.assertIn(b'<p class="truncated">', body)
+        doc = self.json_of("/huge/?sort=date&order=desc")
+        self.assertEqual((len(doc["entries"]), doc["truncated"]), (10000, True))
+
 
 class TruncatedListing:
     settings = {"server": {"directory_listing": True}, "limits": {"max_listing_entries": 7}}
