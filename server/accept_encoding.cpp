@@ -9,23 +9,6 @@
 namespace weft::http {
 namespace {
 
-// Parses a qvalue (RFC 9110 §12.4.2: "0" ["." 0*3DIGIT] / "1" ["." 0*3"0"]) into
-// thousandths; nullopt when malformed.
-std::optional<std::uint16_t> parse_qvalue(std::string_view s) {
-  if (s.empty() || (s[0] != '0' && s[0] != '1')) return std::nullopt;
-  unsigned v = static_cast<unsigned>(s[0] - '0') * 1000;
-  if (s.size() == 1) return static_cast<std::uint16_t>(v);
-  if (s[1] != '.' || s.size() > 5) return std::nullopt;
-  unsigned scale = 100;
-  for (char c : s.substr(2)) {
-    if (!ascii::is_digit(c)) return std::nullopt;
-    v += static_cast<unsigned>(c - '0') * scale;
-    scale /= 10;
-  }
-  if (v > 1000) return std::nullopt;  // "1.5"
-  return static_cast<std::uint16_t>(v);
-}
-
 // One list element: a coding and its weight; nullopt when it does not parse.
 struct Element {
   std::string_view coding;
@@ -62,6 +45,21 @@ std::optional<Element> parse_element(std::string_view e) {
 }
 
 }  // namespace
+
+std::optional<std::uint16_t> parse_qvalue(std::string_view s) {
+  if (s.empty() || (s[0] != '0' && s[0] != '1')) return std::nullopt;
+  unsigned v = static_cast<unsigned>(s[0] - '0') * 1000;
+  if (s.size() == 1) return static_cast<std::uint16_t>(v);
+  if (s[1] != '.' || s.size() > 5) return std::nullopt;
+  unsigned scale = 100;
+  for (char c : s.substr(2)) {
+    if (!ascii::is_digit(c)) return std::nullopt;
+    v += static_cast<unsigned>(c - '0') * scale;
+    scale /= 10;
+  }
+  if (v > 1000) return std::nullopt;  // "1.5"
+  return static_cast<std::uint16_t>(v);
+}
 
 CodingWeights parse_accept_encoding(FieldLines lines) {
   // -1: not listed (yet).

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "server/request.hpp"
 
@@ -24,6 +26,10 @@ struct CodingWeights {
   std::uint16_t gzip = 0;
   bool gzip_refused = false;  // gzip got an explicit q=0 (itself, or a `*` that covers it)
 };
+
+/// Parses a qvalue (RFC 9110 §12.4.2: "0" ["." 0*3DIGIT] / "1" ["." 0*3"0"]) into
+/// thousandths; returns nullopt when it is malformed. Accept (server/accept.hpp) shares it.
+std::optional<std::uint16_t> parse_qvalue(std::string_view s);
 
 /// Returns the weights `lines` (the Accept-Encoding lines of a request) give br and gzip.
 CodingWeights parse_accept_encoding(FieldLines lines);

@@ -322,6 +322,7 @@ std::vector<Field> limit_fields() {
       {"limits", "max_linger_bytes", size(&Config::max_linger_bytes, 0, std::size_t{1} << 30)},
       {"limits", "fd_reserve", integer(&Config::fd_reserve, 16, 1'000'000)},
       {"limits", "max_ranges", integer(&Config::max_ranges, 0, 100)},
+      {"limits", "max_listing_entries", integer(&Config::max_listing_entries, 1, 1'000'000)},
 
       {"timeouts", "header", duration(&Config::timeouts_header, Millis{1}, Millis{86'400'000})},
       {"timeouts", "keepalive",

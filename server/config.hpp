@@ -103,6 +103,7 @@ struct Config {
   std::size_t max_linger_bytes = 64 * 1024;  // read and dropped after the last response
   unsigned fd_reserve = 64;                  // descriptors kept for everything but clients
   unsigned max_ranges = 16;  // range-specs in one Range; more: the whole file (0: no ranges)
+  unsigned max_listing_entries = 10000;  // entries one directory listing reads; more: cut
 
   // [timeouts]
   Millis timeouts_header{10'000};

@@ -103,6 +103,7 @@ void ResponseWriter::build_head(HeadBuffer& h, const Reply& reply, const Request
     case Reply::Kind::page:
       h.field("Content-Type", reply.content_type);
       h.field("Content-Length", work_->body.size());
+      h.append(reply.extra);
       break;
   }
   h.append("\r\n");

@@ -66,8 +66,13 @@ Reply directory_reply(ServerContext& ctx, const Request& req, ConnectionWork& wo
     return {};  // go on with the index file
   }
   if (!ctx.config.directory_listing) return Reply::error_page(403);
-  if (!render_listing(*ctx.files, work.path, work.body)) return Reply::error_page(403);
-  return page_reply("text/html");
+  const ListingOptions options{.order = parse_listing_order(query_of(req.target())),
+                               .format = listing_format(req.headers()),
+                               .max_entries = ctx.config.max_listing_entries};
+  if (!render_listing(*ctx.files, work.path, options, work.body)) return Reply::error_page(403);
+  Reply r = page_reply(options.format == ListingFormat::json ? kListingJsonType : kListingHtmlType);
+  r.extra = "Vary: Accept\r\n";  // the one URL has two forms
+  return r;
 }
 
 // What a found file is answered with: the file itself, or a precompressed variant of it.

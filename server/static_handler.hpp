@@ -54,7 +54,7 @@ struct Reply {
   uint64_t offset = 0;
   uint64_t length = 0;
   RangeResult range;              // the Content-Range of a 206 (and of a 416, in `extra`)
-  std::string_view extra;         // "Name: value\r\n" lines for an error page, or empty
+  std::string_view extra;         // "Name: value\r\n" lines for an error page or a page, or empty
   std::string_view content_type;  // of a page; of a precompressed variant, the original's
   std::string_view boundary;      // of a multipart 206: a view of ConnectionWork::boundary
   std::string_view encoding;      // of a precompressed variant: its Content-Encoding

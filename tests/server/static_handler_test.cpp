@@ -122,7 +122,8 @@ TEST_F(StaticHandlerTest, IndexFileOrListing) {
   config_.directory_listing = true;
   answer("GET /bare/ HTTP/1.1\r\nHost: x\r\n\r\n", [](const Reply& r, ConnectionWork& w) {
     EXPECT_EQ(r.kind, Reply::Kind::page);
-    EXPECT_EQ(r.content_type, "text/html");
+    EXPECT_EQ(r.content_type, "text/html; charset=utf-8");
+    EXPECT_EQ(r.extra, "Vary: Accept\r\n");
     EXPECT_NE(w.body.find("href=\"./x.txt\""), std::string::npos) << w.body;
   });
 }

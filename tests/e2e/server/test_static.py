@@ -187,7 +187,8 @@ class Static:
             srv.start()
             r = srv.curl("/noindex/")
             self.assertEqual(r.status, 200)
-            self.assertEqual(r.header("Content-Type"), "text/html")
+            self.assertEqual(r.header("Content-Type"), "text/html; charset=utf-8")
+            self.assertEqual(r.header("Vary"), "Accept")
             self.assertIn(b'href="./file.txt"', r.body)
         finally:
             srv.cleanup()
