@@ -183,7 +183,7 @@ root = "/srv/c"
   EXPECT_FALSE(c.headers[0].always);
   EXPECT_EQ(c.headers[1].set.size(), 2u);
   EXPECT_TRUE(c.headers[1].always);
-  EXPECT_EQ(c.headers[1].origin, "/etc/weft/x.toml:13:1");
+  EXPECT_EQ(c.headers[1].origin, "/etc/weft/x.toml:10:1");
   ASSERT_EQ(c.redirects.size(), 2u);
   EXPECT_EQ(c.redirects[1].status, 301);  // the default
   EXPECT_EQ(c.redirects[1].destination, "/news/$1");
@@ -199,7 +199,7 @@ root = "/srv/c"
 
   // weft -T writes them back so that they parse to the same configuration.
   const std::string text = dump_config(c);
-  EXPECT_NE(text.find("[[headers]]  # /etc/weft/x.toml:7:1"), std::string::npos) << text;
+  EXPECT_NE(text.find("[[headers]]  # /etc/weft/x.toml:6:1"), std::string::npos) << text;
   EXPECT_NE(text.find("[[vhosts]]"), std::string::npos) << text;
   Config again = parse_config(text, "/etc/weft/x.toml");
   EXPECT_EQ(changed_keys(c, again), std::vector<std::string>{}) << text;
