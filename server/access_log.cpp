@@ -36,11 +36,12 @@ constexpr std::size_t kTargetBudget = kAccessFieldBudget.target;
 constexpr std::size_t kProtocolBudget = 16;
 constexpr std::size_t kRefererBudget = kAccessFieldBudget.referer;
 constexpr std::size_t kAgentBudget = kAccessFieldBudget.user_agent;
+constexpr std::size_t kVhostBudget = 64;  // a configured name; longer ones are cut
 // Everything else: JSON keys and punctuation (about 150 bytes), the time (at most 26 bytes)
 // and three numbers (at most 20 bytes each), with room to spare.
 constexpr std::size_t kFixedBudget = 320;
 static_assert(kAddrBudget + kMethodBudget + kTargetBudget + kProtocolBudget + kRefererBudget +
-                      kAgentBudget + kFixedBudget <=
+                      kAgentBudget + kVhostBudget + kFixedBudget <=
                   kAccessLineCapacity,
               "a line of full fields must fit the stack buffer");
 
@@ -309,6 +310,11 @@ std::size_t format_combined(const AccessRecord& r, TimeCache& times, char* out) 
   line.put("\" \"");
   field(r.user_agent, kAgentBudget);
   line.put('"');
+  if (r.vhost_field) {  // the server has [[vhosts]]: which site answered
+    line.put(" \"");
+    field(r.vhost, kVhostBudget);
+    line.put('"');
+  }
   return line.size();
 }
 
@@ -348,6 +354,11 @@ std::size_t format_json(const AccessRecord& r, TimeCache& times, char* out) {
   put_field<escape_json>(line, r.user_agent, kAgentBudget);
   line.put("\",\"request_time\":");
   put_seconds(line, r.request_time_s);
+  if (r.vhost_field) {
+    line.put(",\"vhost\":\"");
+    put_field<escape_json>(line, r.vhost, kVhostBudget);
+    line.put('"');
+  }
   line.put('}');
   return line.size();
 }

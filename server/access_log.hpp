@@ -14,6 +14,9 @@
 //             "target":"/","protocol":"HTTP/1.1","status":200,"body_bytes":1234,"referer":"",
 //             "user_agent":"curl/8.0","request_time":0.003}
 //             (keys in this order; request_time in seconds with milliseconds, as NGINX's)
+//   With [[vhosts]] configured, each line also names the site that answered, last: combined
+//   ends with ` "b.test"` (the vhost's host as configured, "-" for the default site), JSON
+//   with `,"vhost":"b.test"` ("" for the default site). Without vhosts, lines are as above.
 // The time text is formatted once per second and shared by every thread, as NGINX caches its
 // time strings.
 //
@@ -33,8 +36,8 @@
 // oldest" policy is not used because it could also overrun a queued flush request.
 //
 // Truncation: each field has a budget of output bytes after escaping (target 2048, referer
-// 1024, user agent 512, remote address 64, method 32, protocol 16); a field that does not fit
-// is cut at a character boundary and ends with the marker "[...]".
+// 1024, user agent 512, remote address 64, vhost 64, method 32, protocol 16); a field that does not
+// fit is cut at a character boundary and ends with the marker "[...]".
 //
 // Escaping: combined escapes '"', '\' and bytes below 0x20 or from 0x7f up as "\xHH" (upper
 // case), as NGINX does; an empty referer, user agent or request line is written "-". JSON
@@ -62,6 +65,8 @@ struct AccessRecord {
   std::string_view referer;     // empty: "-" (combined) or "" (json)
   std::string_view user_agent;  // empty: "-" (combined) or "" (json)
   double request_time_s = 0;    // from first byte of the request to the last byte sent
+  bool vhost_field = false;     // the server has [[vhosts]]: the line names the site
+  std::string_view vhost;       // its host as configured; empty for the default site
 };
 
 /// The output budgets of the request's fields, after escaping (see "Truncation" above): a

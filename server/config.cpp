@@ -3,6 +3,7 @@
 // message: "FILE:LINE:COL: key 'section.key': what is wrong".
 #include "server/config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <functional>
@@ -11,6 +12,12 @@
 #include <arpa/inet.h>
 #include <fmt/core.h>
 #include <toml++/toml.h>
+
+#include "server/ascii.hpp"
+#include "server/glob.hpp"
+#include "server/path.hpp"
+#include "server/site_rules.hpp"
+#include "server/status.hpp"
 
 namespace weft::http {
 namespace {
@@ -231,6 +238,70 @@ Rule single_listen(ListenAddress Config::*member) {
           [=](const Config& c) { return toml_quoted((c.*member).to_string()); }};
 }
 
+// A page of the site (server.fallback_page, an error page): a path under its root, as a
+// request would name it; stored normalised.
+std::string read_page(const toml::node& n, std::string& out) {
+  auto v = n.value_exact<std::string>();
+  if (!v) return "must be a string (a path such as \"/index.html\")";
+  if (v->empty()) {
+    out.clear();
+    return {};
+  }
+  if (v->front() != '/' || v->find_first_of("?#") != std::string::npos) {
+    return fmt::format("\"{}\" must be a path under the root, starting with '/'", *v);
+  }
+  std::string normal;
+  if (normalize_target(*v, normal) != TargetStatus::ok || names_directory(normal)) {
+    return fmt::format("\"{}\" must name a file under the root", *v);
+  }
+  out = std::move(normal);
+  return {};
+}
+
+// server.error_pages: { "404" = "/404.html", ... }, for the error statuses weft answers with.
+std::string read_error_pages(const toml::node& n, std::map<int, std::string>& out) {
+  const auto* table = n.as_table();
+  if (!table) return "must be a table such as { \"404\" = \"/404.html\" }";
+  std::map<int, std::string> pages;
+  for (auto&& [key, value] : *table) {
+    int status = 0;
+    const std::string_view k = key.str();
+    auto [end, ec] = std::from_chars(k.data(), k.data() + k.size(), status);
+    const auto known = known_statuses();
+    if (ec != std::errc{} || end != k.data() + k.size() || status < 400 ||
+        std::find(known.begin(), known.end(), status) == known.end()) {
+      return fmt::format("\"{}\" is not an error status weft answers with (400 to 505)", k);
+    }
+    std::string page;
+    if (auto err = read_page(value, page); !err.empty()) return fmt::format("\"{}\" {}", k, err);
+    if (!page.empty()) pages[status] = std::move(page);
+  }
+  out = std::move(pages);
+  return {};
+}
+
+std::string show_error_pages(const std::map<int, std::string>& pages) {
+  std::string out = "{";
+  for (const auto& [status, page] : pages) {
+    out += fmt::format("{} \"{}\" = {}", out.size() > 1 ? "," : "", status, toml_quoted(page));
+  }
+  return out + (pages.empty() ? "}" : " }");
+}
+
+Rule fallback_page() {
+  return {[](const toml::node& n, Config& c, const fs::path&) {
+            return read_page(n, c.pages.fallback);
+          },
+          [](const Config& c) { return toml_quoted(c.pages.fallback); }};
+}
+
+Rule error_pages() {
+  return {[](const toml::node& n, Config& c, const fs::path&) {
+            return read_error_pages(n, c.pages.error_pages);
+          },
+          [](const Config& c) { return show_error_pages(c.pages.error_pages); }};
+}
+
 Rule log_level() {
   Apply apply = [](const toml::node& n, Config& c, const fs::path&) -> std::string {
     static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
@@ -280,6 +351,8 @@ std::vector<Field> process_fields() {
        choice(&Config::precompressed, {{"off", Precompressed::off},
                                        {"on", Precompressed::on},
                                        {"always", Precompressed::always}})},
+      {"server", "fallback_page", fallback_page()},
+      {"server", "error_pages", error_pages()},
 
       {"runtime", "processors", integer(&Config::processors, 0, 1024)},
       {"runtime", "pin_processors", boolean(&Config::pin_processors)},
@@ -384,6 +457,348 @@ void resolve_log_path(std::string& value, const fs::path& base) {
   if (value == "off" || value == "stdout" || value == "stderr" || value.empty()) return;
   fs::path p{value};
   if (p.is_relative()) value = (base / p).lexically_normal().string();
+}
+
+// The schema's arrays of tables: [[headers]], [[redirects]] and [[vhosts]] (whose tables may
+// hold headers and redirects of their own). Each table is read against the list of its keys,
+// as sections are against schema(): an unknown key, a wrong type and a bad value all give
+// "FILE:LINE:COL: key 'headers.set' what is wrong", at the value (at the table for a key
+// that is missing).
+
+// Where the tables being read come from: the file (messages) and its folder (paths).
+struct Origin {
+  const fs::path& source;
+  const fs::path& base;
+};
+
+template <typename Item>
+struct ItemKey {
+  std::string_view key;
+  bool required;
+  std::function<std::string(const toml::node&, Item&, const Origin&)> apply;
+};
+
+[[noreturn]] void refuse(const Origin& o, const toml::source_region& at, std::string_view section,
+                         std::string_view key, std::string_view what) {
+  throw ConfigError(fmt::format("{}: key '{}.{}' {}", where(o.source, at), section, key, what));
+}
+
+template <typename Item>
+Item read_item(const toml::table& t, std::string_view section,
+               const std::vector<ItemKey<Item>>& keys, const Origin& o) {
+  Item item;
+  item.origin = where(o.source, t.source());
+  for (auto&& [k, node] : t) {
+    auto it =
+        std::find_if(keys.begin(), keys.end(), [&](const auto& ik) { return ik.key == k.str(); });
+    if (it == keys.end()) {
+      throw ConfigError(
+          fmt::format("{}: unknown key '{}.{}'", where(o.source, k.source()), section, k.str()));
+    }
+    if (auto err = it->apply(node, item, o); !err.empty()) {
+      refuse(o, node.source(), section, k.str(), err);
+    }
+  }
+  for (const auto& ik : keys) {
+    if (ik.required && !t.contains(ik.key)) {
+      refuse(o, t.source(), section, ik.key, fmt::format("is required in each [[{}]]", section));
+    }
+  }
+  return item;
+}
+
+template <typename Item>
+std::string read_items(const toml::node& n, std::string_view section,
+                       const std::vector<ItemKey<Item>>& keys, const Origin& o,
+                       std::vector<Item>& out) {
+  const auto* arr = n.as_array();
+  if (!arr) return fmt::format("must be an array of tables ([[{}]])", section);
+  std::vector<Item> items;
+  for (const auto& e : *arr) {
+    const auto* t = e.as_table();
+    if (!t) return fmt::format("must be an array of tables ([[{}]])", section);
+    items.push_back(read_item(*t, section, keys, o));
+  }
+  out = std::move(items);
+  return {};
+}
+
+std::string read_glob(const toml::node& n, std::string& out, std::size_t* captures = nullptr) {
+  auto v = n.value_exact<std::string>();
+  if (!v) return "must be a string (a path or a glob such as \"/assets/**\")";
+  std::string error;
+  auto glob = Glob::compile(*v, error);
+  if (!glob) return fmt::format("\"{}\" {}", *v, error);
+  if (captures) *captures = glob->captures();
+  out = *v;
+  return {};
+}
+
+std::string read_fields(const toml::node& n, HeaderRuleConfig& rule) {
+  const auto* table = n.as_table();
+  if (!table || table->empty()) return "must be a table of fields such as { \"X-A\" = \"b\" }";
+  rule.set.clear();
+  for (auto&& [name, value] : *table) {
+    if (auto err = check_rule_field_name(name.str()); !err.empty()) return err;
+    auto v = value.value_exact<std::string>();
+    if (!v) return fmt::format("field '{}' must have a string value", name.str());
+    if (auto err = check_rule_field_value(*v); !err.empty()) {
+      return fmt::format("field '{}' {}", name.str(), err);
+    }
+    rule.set.emplace_back(name.str(), *v);
+  }
+  return {};
+}
+
+const std::vector<ItemKey<HeaderRuleConfig>>& header_rule_keys() {
+  static const std::vector<ItemKey<HeaderRuleConfig>> keys = {
+      {"source", true,
+       [](const toml::node& n, HeaderRuleConfig& r, const Origin&) {
+         return read_glob(n, r.source);
+       }},
+      {"set", true,
+       [](const toml::node& n, HeaderRuleConfig& r, const Origin&) { return read_fields(n, r); }},
+      {"always", false,
+       [](const toml::node& n, HeaderRuleConfig& r, const Origin&) -> std::string {
+         auto v = n.value_exact<bool>();
+         if (!v) return "must be true or false";
+         r.always = *v;
+         return {};
+       }},
+  };
+  return keys;
+}
+
+const std::vector<ItemKey<RedirectRuleConfig>>& redirect_rule_keys() {
+  static const std::vector<ItemKey<RedirectRuleConfig>> keys = {
+      {"source", true,
+       [](const toml::node& n, RedirectRuleConfig& r, const Origin&) {
+         return read_glob(n, r.source);
+       }},
+      {"destination", true,
+       [](const toml::node& n, RedirectRuleConfig& r, const Origin&) -> std::string {
+         auto v = n.value_exact<std::string>();
+         if (!v) return "must be a string (a path or a URL)";
+         if (auto err = check_redirect_destination(*v, GlobCaptures::kMax); !err.empty())
+           return err;
+         r.destination = *v;
+         return {};
+       }},
+      {"status", false,
+       [](const toml::node& n, RedirectRuleConfig& r, const Origin&) -> std::string {
+         auto v = n.value_exact<int64_t>();
+         if (!v || !is_redirect_status(static_cast<int>(*v))) {
+           return "must be one of 301, 302, 303, 307, 308";
+         }
+         r.status = static_cast<int>(*v);
+         return {};
+       }},
+  };
+  return keys;
+}
+
+// Reads a list of header rules; refuses one whose fields would crowd the response head.
+std::string read_header_rules(const toml::node& n, std::string_view section, const Origin& o,
+                              std::vector<HeaderRuleConfig>& out) {
+  if (auto err = read_items(n, section, header_rule_keys(), o, out); !err.empty()) return err;
+  std::size_t bytes = 0;
+  for (const auto& r : out) {
+    for (const auto& [name, value] : r.set) bytes += name.size() + value.size() + 4;
+  }
+  if (bytes > kMaxRuleFieldBytes) {
+    return fmt::format("sets {} bytes of fields in all; at most {} fit a response head", bytes,
+                       kMaxRuleFieldBytes);
+  }
+  return {};
+}
+
+// Reads a list of redirects; a destination may only use the captures its source has.
+std::string read_redirect_rules(const toml::node& n, std::string_view section, const Origin& o,
+                                std::vector<RedirectRuleConfig>& out) {
+  if (auto err = read_items(n, section, redirect_rule_keys(), o, out); !err.empty()) return err;
+  const auto* arr = n.as_array();
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::string error;
+    const std::size_t captures = Glob::compile(out[i].source, error)->captures();
+    if (auto err = check_redirect_destination(out[i].destination, captures); !err.empty()) {
+      const auto& t = *arr->get(i)->as_table();
+      refuse(o, t["destination"].node()->source(), section, "destination", err);
+    }
+  }
+  return {};
+}
+
+std::string read_host(const toml::node& n, std::string& out) {
+  auto v = n.value_exact<std::string>();
+  if (!v || v->empty()) return "must be a host name such as \"b.test\" or \"*.b.test\"";
+  std::string host;
+  std::string_view name = *v;
+  if (name.starts_with("*.")) {
+    host = "*.";
+    name.remove_prefix(2);
+  }
+  for (char c : name) {
+    if (!(ascii::is_alpha(c) || ascii::is_digit(c) || c == '-' || c == '.')) {
+      return fmt::format(
+          "\"{}\" must be a host name without port (letters, digits, '-', '.'), "
+          "or \"*.\" and one",
+          *v);
+    }
+    host.push_back(ascii::to_lower(c));
+  }
+  if (name.empty()) return fmt::format("\"{}\" names no host", *v);
+  out = std::move(host);
+  return {};
+}
+
+using VhostApply = std::function<std::string(const toml::node&, VhostConfig&, const Origin&)>;
+
+// A [[vhosts]] key read like the [server] key of the same name, through a scratch Config.
+VhostApply like_server(std::string_view key, std::function<void(VhostConfig&, Config&)> take) {
+  const Field* field = nullptr;
+  for (const auto& f : schema()) {
+    if (f.section == "server" && f.key == key) field = &f;
+  }
+  return [field, take](const toml::node& n, VhostConfig& v, const Origin& o) -> std::string {
+    Config scratch;
+    if (auto err = field->rule.apply(n, scratch, o.base); !err.empty()) return err;
+    take(v, scratch);
+    return {};
+  };
+}
+
+const std::vector<ItemKey<VhostConfig>>& vhost_keys() {
+  static const std::vector<ItemKey<VhostConfig>> keys = {
+      {"host", true,
+       [](const toml::node& n, VhostConfig& v, const Origin&) { return read_host(n, v.host); }},
+      {"root", true, like_server("root", [](VhostConfig& v, Config& c) { v.root = c.root; })},
+      {"index", false, like_server("index", [](VhostConfig& v, Config& c) { v.index = c.index; })},
+      {"directory_listing", false,
+       like_server("directory_listing",
+                   [](VhostConfig& v, Config& c) { v.directory_listing = c.directory_listing; })},
+      {"precompressed", false,
+       like_server("precompressed",
+                   [](VhostConfig& v, Config& c) { v.precompressed = c.precompressed; })},
+      {"fallback_page", false,
+       [](const toml::node& n, VhostConfig& v, const Origin&) {
+         return read_page(n, v.pages.fallback);
+       }},
+      {"error_pages", false,
+       [](const toml::node& n, VhostConfig& v, const Origin&) {
+         return read_error_pages(n, v.pages.error_pages);
+       }},
+      {"headers", false,
+       [](const toml::node& n, VhostConfig& v, const Origin& o) {
+         return read_header_rules(n, "vhosts.headers", o, v.headers);
+       }},
+      {"redirects", false,
+       [](const toml::node& n, VhostConfig& v, const Origin& o) {
+         return read_redirect_rules(n, "vhosts.redirects", o, v.redirects);
+       }},
+  };
+  return keys;
+}
+
+std::string read_vhosts(const toml::node& n, const Origin& o, std::vector<VhostConfig>& out) {
+  if (auto err = read_items(n, "vhosts", vhost_keys(), o, out); !err.empty()) return err;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (out[i].host == out[j].host) {
+        const auto& t = *n.as_array()->get(i)->as_table();
+        refuse(o, t["host"].node()->source(), "vhosts", "host",
+               fmt::format("\"{}\" is already the host of the [[vhosts]] at {}", out[i].host,
+                           out[j].origin));
+      }
+    }
+  }
+  return {};
+}
+
+// Reads the array of tables `section` at the top of the file into `c`; returns false when
+// `section` is not one.
+bool read_list_section(std::string_view section, const toml::node& n, Config& c, const Origin& o) {
+  std::string err;
+  if (section == "headers") {
+    err = read_header_rules(n, section, o, c.headers);
+  } else if (section == "redirects") {
+    err = read_redirect_rules(n, section, o, c.redirects);
+  } else if (section == "vhosts") {
+    err = read_vhosts(n, o, c.vhosts);
+  } else {
+    return false;
+  }
+  if (!err.empty()) {
+    throw ConfigError(fmt::format("{}: key '{}' {}", where(o.source, n.source()), section, err));
+  }
+  c.origins[std::string{section}] = where(o.source, n.source());
+  return true;
+}
+
+// weft -T's text of the rules: inline tables, one per rule.
+std::string show_fields(const HeaderRuleConfig& r) {
+  std::string fields;
+  for (const auto& [name, value] : r.set) {
+    fields +=
+        fmt::format("{}{} = {}", fields.empty() ? "" : ", ", toml_quoted(name), toml_quoted(value));
+  }
+  return fmt::format("{{ {} }}", fields);
+}
+
+std::string show_header_rule(const HeaderRuleConfig& r) {
+  return fmt::format("{{ source = {}, set = {}{} }}", toml_quoted(r.source), show_fields(r),
+                     r.always ? ", always = true" : "");
+}
+
+std::string show_redirect_rule(const RedirectRuleConfig& r) {
+  return fmt::format("{{ source = {}, destination = {}, status = {} }}", toml_quoted(r.source),
+                     toml_quoted(r.destination), r.status);
+}
+
+template <typename Item, typename ShowItem>
+std::string show_list(const std::vector<Item>& items, ShowItem show) {
+  std::string out = "[";
+  for (const auto& i : items) out += (out.size() > 1 ? ", " : "") + show(i);
+  return out + "]";
+}
+
+std::string show_vhost(const VhostConfig& v) {
+  std::string out =
+      fmt::format("host = {}\nroot = {}\n", toml_quoted(v.host), toml_quoted(v.root.string()));
+  if (v.index) out += fmt::format("index = {}\n", toml_list(*v.index));
+  if (v.directory_listing) {
+    out += fmt::format("directory_listing = {}\n", *v.directory_listing ? "true" : "false");
+  }
+  if (v.precompressed) {
+    static constexpr std::string_view kNames[] = {"off", "on", "always"};
+    out += fmt::format("precompressed = \"{}\"\n", kNames[static_cast<int>(*v.precompressed)]);
+  }
+  if (!v.pages.fallback.empty())
+    out += fmt::format("fallback_page = {}\n", toml_quoted(v.pages.fallback));
+  if (!v.pages.error_pages.empty()) {
+    out += fmt::format("error_pages = {}\n", show_error_pages(v.pages.error_pages));
+  }
+  if (!v.headers.empty())
+    out += fmt::format("headers = {}\n", show_list(v.headers, show_header_rule));
+  if (!v.redirects.empty()) {
+    out += fmt::format("redirects = {}\n", show_list(v.redirects, show_redirect_rule));
+  }
+  return out;
+}
+
+// The arrays of tables as weft -T writes them, each table with where it came from.
+std::string show_lists(const Config& c) {
+  std::string out;
+  for (const auto& r : c.headers) {
+    out += fmt::format("\n[[headers]]  # {}\nsource = {}\nset = {}\n{}", r.origin,
+                       toml_quoted(r.source), show_fields(r), r.always ? "always = true\n" : "");
+  }
+  for (const auto& r : c.redirects) {
+    out += fmt::format("\n[[redirects]]  # {}\nsource = {}\ndestination = {}\nstatus = {}\n",
+                       r.origin, toml_quoted(r.source), toml_quoted(r.destination), r.status);
+  }
+  for (const auto& v : c.vhosts)
+    out += fmt::format("\n[[vhosts]]  # {}\n{}", v.origin, show_vhost(v));
+  return out;
 }
 
 }  // namespace
@@ -497,6 +912,7 @@ Config parse_config(std::string_view text, const fs::path& source) {
 
   for (auto&& [section_key, section_node] : doc) {
     std::string_view section = section_key.str();
+    if (read_list_section(section, section_node, c, Origin{source, base})) continue;
     const auto* table = section_node.as_table();
     if (!table) {
       throw ConfigError(fmt::format("{}: key '{}' must be inside a section such as [server]",
@@ -589,6 +1005,17 @@ std::vector<std::string> changed_keys(const Config& a, const Config& b) {
   for (const auto& f : schema()) {
     if (f.rule.show(a) != f.rule.show(b)) out.push_back(fmt::format("{}.{}", f.section, f.key));
   }
+  auto compare = [&out](std::string_view name, const std::string& x, const std::string& y) {
+    if (x != y) out.emplace_back(name);
+  };
+  compare("headers", show_list(a.headers, show_header_rule),
+          show_list(b.headers, show_header_rule));
+  compare("redirects", show_list(a.redirects, show_redirect_rule),
+          show_list(b.redirects, show_redirect_rule));
+  std::string va, vb;
+  for (const auto& v : a.vhosts) va += show_vhost(v);
+  for (const auto& v : b.vhosts) vb += show_vhost(v);
+  compare("vhosts", va, vb);
   return out;
 }
 
@@ -611,7 +1038,7 @@ std::string dump_config(const Config& c) {
     }
     out += fmt::format("{} = {}  # {}\n", f.key, f.rule.show(c), origin);
   }
-  return out;
+  return out + show_lists(c);
 }
 
 Config load_config(const fs::path& file) {
@@ -638,6 +1065,14 @@ void check_config(const Config& c) {
   if (!fs::is_directory(status)) {
     throw ConfigError(
         fmt::format("{}: document root '{}' is not a directory", where_root, c.root.string()));
+  }
+  for (const auto& v : c.vhosts) {
+    if (!fs::is_directory(v.root, ec)) {
+      throw ConfigError(
+          fmt::format("{}: key 'vhosts.root': document root '{}' of vhost \"{}\" "
+                      "is not a directory",
+                      v.origin, v.root.string(), v.host));
+    }
   }
   if (!c.mime_types.empty() && !fs::is_regular_file(c.mime_types, ec)) {
     throw ConfigError(fmt::format("{}: key 'server.mime_types': '{}' is not a readable file",

@@ -41,6 +41,43 @@ enum class Revalidation { statx, inotify };
 enum class Precompressed { off, on, always };   // server.precompressed, like gzip_static
 enum class LingeringClose { on, always, off };  // server.lingering_close, like NGINX's
 
+/// One [[headers]] rule as written: fields added to responses whose path matches `source`.
+struct HeaderRuleConfig {
+  std::string source;                                    // a glob (glob.hpp)
+  std::vector<std::pair<std::string, std::string>> set;  // name, value; in file order
+  bool always = false;  // every status, not only those NGINX's add_header covers
+  std::string origin;   // "FILE:LINE:COL" of the rule, for weft -T
+};
+
+/// One [[redirects]] rule as written: a path matching `source` is sent to `destination`.
+struct RedirectRuleConfig {
+  std::string source;       // a glob; its captures are $1, $2 ... in the destination
+  std::string destination;  // a path or an absolute URL
+  int status = 301;         // 301, 302, 303, 307 or 308
+  std::string origin;
+};
+
+/// The pages a site answers with instead of the built-in ones (server.fallback_page,
+/// server.error_pages): normalised paths under the site's root.
+struct SitePages {
+  std::string fallback;                    // "": none
+  std::map<int, std::string> error_pages;  // status -> page
+};
+
+/// One [[vhosts]] table: a site chosen by the Host header. Unset optional keys take the
+/// [server] values; the rest belong to the vhost alone.
+struct VhostConfig {
+  std::string host;  // lower case: "b.test", or "*.b.test" for any name under b.test
+  std::filesystem::path root;
+  std::optional<std::vector<std::string>> index;
+  std::optional<bool> directory_listing;
+  std::optional<Precompressed> precompressed;
+  SitePages pages;
+  std::vector<HeaderRuleConfig> headers;
+  std::vector<RedirectRuleConfig> redirects;
+  std::string origin;
+};
+
 using Millis = std::chrono::milliseconds;
 using Micros = std::chrono::microseconds;
 
@@ -71,6 +108,12 @@ struct Config {
   std::filesystem::path pid_file;  // written at start, removed at exit (weft -s); empty: none
   LingeringClose lingering_close = LingeringClose::on;  // see conf/weft.toml
   bool defer_accept = true;  // TCP_DEFER_ACCEPT on the listeners (see conf/weft.toml)
+  SitePages pages;           // fallback_page, error_pages
+
+  // [[headers]], [[redirects]] (of the default site) and [[vhosts]]
+  std::vector<HeaderRuleConfig> headers;
+  std::vector<RedirectRuleConfig> redirects;
+  std::vector<VhostConfig> vhosts;
 
   // [runtime]
   unsigned processors = 0;  // 0: one per online CPU

@@ -202,6 +202,7 @@ bool Connection::serve(const Request& req) {
   if (close) linger_ = must_linger(req);
   Reply reply = site_ == Site::metrics ? handle_metrics(ctx_, req, *work_)
                                        : handle_static(ctx_, req, *work_, peer_);
+  note.site = reply.site;
   return writer_.write(reply, &req, close, note) && !close;
 }
 
@@ -278,6 +279,10 @@ void Connection::finish_request(const Outgoing& response, uint64_t body_sent) {
   rec.status = response.status;
   rec.body_bytes = body_sent;
   rec.request_time_s = std::chrono::duration<double>(rt::now() - n.started).count();
+  if (!ctx_.vhosts.empty()) {
+    rec.vhost_field = true;
+    rec.vhost = ctx_.site(n.site).name;
+  }
   if (n.parsed) {
     std::string_view text = std::string_view(work_->notes).substr(n.text_at);
     auto take = [&text](uint32_t len) {

@@ -54,7 +54,7 @@ FileEntry::~FileEntry() {
 }
 
 FdCache::FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics* metrics,
-                 std::size_t max_entries)
+                 std::size_t max_entries, std::shared_ptr<std::atomic<uint64_t>> bytes)
     : config_(config),
       root_fd_(root_fd),
       mime_(mime),
@@ -65,7 +65,7 @@ FdCache::FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics
       valid_ns_(ms_to_ns(config.fd_cache_valid)),
       errors_valid_ns_(ms_to_ns(config.fd_cache_errors_valid)),
       inactive_ns_(ms_to_ns(config.fd_cache_inactive)),
-      bytes_(std::make_shared<std::atomic<uint64_t>>(0)) {
+      bytes_(bytes ? std::move(bytes) : std::make_shared<std::atomic<uint64_t>>(0)) {
   switch (config.symlinks) {
     case SymlinkPolicy::follow:
       resolve_ = RESOLVE_NO_MAGICLINKS;

@@ -55,9 +55,11 @@ class Metrics;
 class FdCache : private ChangeWatch::Sink {
  public:
   /// Makes a cache over the directory `root_fd` (kept open by the caller) with the
-  /// [fd_cache] settings of `config`, holding at most `max_entries` entries.
+  /// [fd_cache] settings of `config`, holding at most `max_entries` entries; the bytes of
+  /// small files it keeps count in `bytes` (shared with the caches of other sites, so that
+  /// fd_cache.max_bytes bounds them all), or in a count of its own when null.
   FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics* metrics,
-          std::size_t max_entries);
+          std::size_t max_entries, std::shared_ptr<std::atomic<uint64_t>> bytes = nullptr);
   FdCache(const FdCache&) = delete;
   FdCache& operator=(const FdCache&) = delete;
   ~FdCache();

@@ -15,7 +15,9 @@ namespace weft::http {
 
 class HeadBuffer {
  public:
-  static constexpr std::size_t kCapacity = 2048;
+  // Room for the server's own fields, a Location, and up to kMaxRuleFieldBytes of the
+  // fields of a site's [[headers]] rules (site_rules.hpp).
+  static constexpr std::size_t kCapacity = 4096;
 
   /// Appends s; returns false (and appends nothing) when it does not fit.
   bool append(std::string_view s) {

@@ -105,7 +105,14 @@ void ResponseWriter::build_head(HeadBuffer& h, const Reply& reply, const Request
       h.field("Content-Length", work_->body.size());
       h.append(reply.extra);
       break;
+    case Reply::Kind::error_file:
+      h.field("Content-Type", reply.file->content_type);
+      h.field("Content-Length", reply.length);
+      h.append(reply.extra);
+      break;
   }
+  // The site's [[headers]]: one branch when it has none (handle_static leaves this null).
+  if (reply.headers) reply.headers->append_matching(work_->path, reply.status, h);
   h.append("\r\n");
 }
 
@@ -134,6 +141,7 @@ bool ResponseWriter::write(const Reply& reply, const Request* req, bool close,
     case Reply::Kind::not_modified:
       break;
     case Reply::Kind::file:
+    case Reply::Kind::error_file:
       if (head_only || reply.length == 0) break;
       if (!reply.boundary.empty()) return stream(reply, h.view(), note);
       if (reply.file->has_bytes()) {

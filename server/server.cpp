@@ -147,14 +147,16 @@ struct Server::Generation {
   rt::Semaphore sweeper_stop{0};
   rt::CancelToken watch_stop;
   rt::FiberHandle sweeper;
-  rt::FiberHandle watcher;
+  std::vector<rt::FiberHandle> watchers;  // one per site
 
-  // Ends the fd cache's housekeeping fibers (on a fiber).
+  // Ends the fd caches' housekeeping fibers (on a fiber).
   void stop_housekeeping() {
     sweeper_stop.release();
     watch_stop.cancel();
     if (sweeper.joinable()) sweeper.join();
-    if (watcher.joinable()) watcher.join();
+    for (auto& w : watchers) {
+      if (w.joinable()) w.join();
+    }
   }
 };
 
@@ -252,13 +254,10 @@ std::unique_ptr<Server::Generation> Server::make_generation(Config config) {
   }
   ServerContext& ctx = *g->ctx;
   ctx.metrics = metrics_;
-  ctx.root_fd = ::open(c.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (ctx.root_fd < 0) {
-    spdlog::critical("document root {}: {}", c.root.string(), std::strerror(errno));
+  if (std::string err = ctx.open_sites(ctx.metrics.get(), budget.cache_entries); !err.empty()) {
+    spdlog::critical("{}", err);
     return nullptr;
   }
-  ctx.files =
-      std::make_unique<FdCache>(c, ctx.root_fd, ctx.mime, ctx.metrics.get(), budget.cache_entries);
   // Read area: the longest head the parser accepts plus one read (the arena for queued
   // response heads comes on top, see ConnectionWork).
   std::size_t read_capacity = c.max_header_bytes + 4096;
@@ -293,14 +292,22 @@ void Server::reopen_access_logs() {
 
 void Server::start_housekeeping(Generation& g) {
   ServerContext& ctx = *g.ctx;
-  // The fd cache's housekeeping: drop inactive entries every second; follow inotify.
+  // The fd caches' housekeeping: drop inactive entries every second; follow inotify (each
+  // site's root has its watch, so a vhost's files are as fresh as the main site's).
   g.sweeper = rt::spawn(
       [&ctx, &g] {
-        while (!g.sweeper_stop.try_acquire_for(std::chrono::seconds(1))) ctx.files->sweep();
+        while (!g.sweeper_stop.try_acquire_for(std::chrono::seconds(1))) {
+          ctx.files->sweep();
+          for (auto& v : ctx.vhosts) v->files->sweep();
+        }
       },
       {.name = "fd-cache-sweeper"});
-  g.watcher =
-      rt::spawn([&ctx, &g] { ctx.files->watch_loop(g.watch_stop); }, {.name = "fd-cache-inotify"});
+  auto watch = [&g](FdCache& files) {
+    g.watchers.push_back(
+        rt::spawn([&files, &g] { files.watch_loop(g.watch_stop); }, {.name = "fd-cache-inotify"}));
+  };
+  watch(*ctx.files);
+  for (auto& v : ctx.vhosts) watch(*v->files);
 }
 
 namespace {
@@ -487,6 +494,7 @@ void Server::retire(Generation* g) {
         ServerContext& ctx = *g->ctx;
         // Its cached descriptors go back now: the live generation's cache has the budget.
         ctx.files->retire();
+        for (auto& v : ctx.vhosts) v->files->retire();
         const rt::Duration grace = g->config.timeouts_shutdown_grace;
         {
           DrainWatch watch(ctx);

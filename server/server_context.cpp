@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include "runtime/scheduler.hpp"
 #include "server/access_log.hpp"
 #include "server/connection.hpp"
+#include "server/fd_budget.hpp"
 #include "server/metrics.hpp"
 
 namespace weft::http {
@@ -135,14 +138,39 @@ void ResourcePool::give_pipe(std::pair<int, int> p, bool clean) {
 
 ServerContext::ServerContext(const Config& c, std::shared_ptr<ConnectionSlots> shared)
     : config(c),
+      main(c),
+      root_fd(main.root_fd),
       mime(load_mime_map(c)),
+      files(main.files),
       shared_slots(shared ? std::move(shared)
                           : std::make_shared<ConnectionSlots>(c.max_connections)),
-      slots(*shared_slots) {}
+      slots(*shared_slots) {
+  for (std::size_t i = 0; i < c.vhosts.size(); ++i) {
+    vhosts.push_back(std::make_unique<SiteContext>(c, c.vhosts[i], static_cast<uint16_t>(i + 1)));
+  }
+}
 
 ServerContext::~ServerContext() {
+  // The caches first: they refer to the MIME map, which goes before the default site.
+  for (auto& v : vhosts) v->files.reset();
   files.reset();
-  if (root_fd >= 0) ::close(root_fd);
+}
+
+std::string ServerContext::open_sites(Metrics* m, std::size_t cache_entries) {
+  const std::size_t sites = 1 + vhosts.size();
+  // Split, so that the sites' caches together stay within the budget (each keeps a few).
+  const std::size_t each = std::max(FdBudget::kMinCacheEntries, cache_entries / sites);
+  auto bytes = std::make_shared<std::atomic<uint64_t>>(0);
+  if (int rc = main.open(config, mime, m, each, bytes); rc < 0) {
+    return fmt::format("document root {}: {}", main.root.string(), std::strerror(-rc));
+  }
+  for (auto& v : vhosts) {
+    if (int rc = v->open(config, mime, m, each, bytes); rc < 0) {
+      return fmt::format("document root {} of vhost {}: {}", v->root.string(), v->name,
+                         std::strerror(-rc));
+    }
+  }
+  return {};
 }
 
 ResourcePool& ServerContext::pool() {

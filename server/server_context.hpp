@@ -23,6 +23,8 @@
 #include "server/fd_cache.hpp"
 #include "server/http_date.hpp"
 #include "server/mime_map.hpp"
+#include "server/site_context.hpp"
+#include "server/vhost.hpp"
 
 namespace weft::http {
 
@@ -89,10 +91,12 @@ class ResourcePool {
 
 struct ServerContext {
   const Config& config;
-  int root_fd = -1;
+  SiteContext main;  // the default site: [server]'s root and keys, the top-level rules
+  int& root_fd;      // main.root_fd
   MimeMap mime;
   DateCache dates;
-  std::unique_ptr<FdCache> files;
+  std::unique_ptr<FdCache>& files;                   // main.files: the default site's cache
+  std::vector<std::unique_ptr<SiteContext>> vhosts;  // [[vhosts]] in file order (numbers 1, 2 ...)
   std::shared_ptr<AccessLog> access_log;  // shared by generations that write the same file
   std::shared_ptr<Metrics> metrics;       // shared by every generation of a server (reloads)
   std::vector<std::unique_ptr<ResourcePool>> pools;  // one per processor
@@ -111,6 +115,22 @@ struct ServerContext {
   /// generations of its server), or in slots of its own when null.
   explicit ServerContext(const Config& c, std::shared_ptr<ConnectionSlots> slots = nullptr);
   ~ServerContext();
+
+  /// Returns the site that answers `req` (vhost.hpp): the default one when no vhost is
+  /// configured, at the cost of one branch.
+  const SiteContext& site_for(const Request& req) const {
+    if (vhosts.empty()) return main;
+    return choose_site(vhosts, request_host(req), main);
+  }
+
+  /// Returns the site numbered `number` (SiteContext::number).
+  const SiteContext& site(uint16_t number) const {
+    return number == 0 ? main : *vhosts[number - 1];
+  }
+
+  /// Opens every site's root and makes its fd cache, the fd budget's `cache_entries` split
+  /// between them and fd_cache.max_bytes counted for all together; returns "" or what failed.
+  std::string open_sites(Metrics* metrics, std::size_t cache_entries);
 
   /// Returns the pool of the calling fiber's processor.
   ResourcePool& pool();

@@ -16,6 +16,7 @@
 #include "server/multipart.hpp"
 #include "server/path.hpp"
 #include "server/response.hpp"
+#include "server/site_rules.hpp"
 #include "server/status.hpp"
 
 namespace weft::http {
@@ -35,11 +36,11 @@ std::string_view query_of(std::string_view target) {
 
 // The first index file of the directory `work.path` that exists, or an error other than
 // "not there" on one (EACCES on the index is reported, not skipped), or nothing.
-FileRef find_index(ServerContext& ctx, ConnectionWork& work) {
+FileRef find_index(const SiteContext& site, ConnectionWork& work) {
   unsigned shard = ServerContext::shard();
-  for (const std::string& index : ctx.config.index) {
+  for (const std::string& index : site.index) {
     work.scratch.assign(work.path).append(index);
-    FileRef candidate = ctx.files->lookup(work.scratch, shard);
+    FileRef candidate = site.files->lookup(work.scratch, shard);
     if (!candidate->error && !candidate->directory) return candidate;
     if (candidate->error && candidate->error != ENOENT && candidate->error != ENOTDIR) {
       return candidate;
@@ -49,27 +50,28 @@ FileRef find_index(ServerContext& ctx, ConnectionWork& work) {
 }
 
 // A directory: redirect to its name with a slash, or its index file, or its listing.
-Reply directory_reply(ServerContext& ctx, const Request& req, ConnectionWork& work, FileRef& file) {
+Reply directory_reply(const SiteContext& site, const Request& req, ConnectionWork& work,
+                      FileRef& file) {
   if (!names_directory(work.path)) {
     work.scratch.assign("Location: ");
     append_encoded_path(work.path, work.scratch);
     work.scratch.append("/").append(query_of(req.target())).append("\r\n");
     // The Location repeats the target (encoded, with its query): one too long for the head
     // buffer, beside the other fields, is refused as a target too long to redirect.
-    if (work.scratch.size() > HeadBuffer::kCapacity - kHeadFieldsReserve) {
+    if (work.scratch.size() > HeadBuffer::kCapacity - kHeadFieldsReserve - kMaxRuleFieldBytes) {
       return Reply::error_page(414);
     }
     return Reply::error_page(301, work.scratch);
   }
-  if (FileRef index = find_index(ctx, work)) {
+  if (FileRef index = find_index(site, work)) {
     file = std::move(index);
     return {};  // go on with the index file
   }
-  if (!ctx.config.directory_listing) return Reply::error_page(403);
+  if (!site.directory_listing) return Reply::error_page(403);
   const ListingOptions options{.order = parse_listing_order(query_of(req.target())),
                                .format = listing_format(req.headers()),
-                               .max_entries = ctx.config.max_listing_entries};
-  if (!render_listing(*ctx.files, work.path, options, work.body)) return Reply::error_page(403);
+                               .max_entries = site.max_listing_entries};
+  if (!render_listing(*site.files, work.path, options, work.body)) return Reply::error_page(403);
   Reply r = page_reply(options.format == ListingFormat::json ? kListingJsonType : kListingHtmlType);
   r.extra = "Vary: Accept\r\n";  // the one URL has two forms
   return r;
@@ -96,10 +98,10 @@ constexpr Coding kGzip{"gzip", ".gz", "-gz"};
 
 // Returns the variant of `file` for `c` when it is a regular file next to it, else nothing:
 // an absent, unreadable or odd variant means the file itself is sent, never an error.
-FileRef find_variant(ServerContext& ctx, ConnectionWork& work, const FileEntry& file,
+FileRef find_variant(const SiteContext& site, ConnectionWork& work, const FileEntry& file,
                      const Coding& c) {
   work.scratch.assign(file.path).append(c.file_suffix);
-  FileRef v = ctx.files->lookup(work.scratch, ServerContext::shard());
+  FileRef v = site.files->lookup(work.scratch, ServerContext::shard());
   if (v->error || v->directory) return {};
   return v;
 }
@@ -118,15 +120,15 @@ std::string_view variant_validators(ConnectionWork& work, const FileEntry& varia
 
 // Chooses between `file` and its precompressed variants (server.precompressed; see the
 // header): the accepted coding of higher weight first, br on a tie.
-Representation choose_representation(ServerContext& ctx, const Request& req, ConnectionWork& work,
-                                     FileRef file) {
+Representation choose_representation(const SiteContext& site, const Request& req,
+                                     ConnectionWork& work, FileRef file) {
   Representation rep;
-  if (ctx.config.precompressed != Precompressed::off) {
+  if (site.precompressed != Precompressed::off) {
     rep.vary = true;
     CodingWeights w = parse_accept_encoding(req.accept_encoding());
     // "always": gzip for every client that does not refuse it (q=0, RFC 9110 §12.5.3),
     // below any weight one can give (so after its br).
-    if (ctx.config.precompressed == Precompressed::always && w.gzip == 0 && !w.gzip_refused) {
+    if (site.precompressed == Precompressed::always && w.gzip == 0 && !w.gzip_refused) {
       w.gzip = 1;
     }
     const bool gzip_first = w.gzip > w.br;
@@ -135,7 +137,7 @@ Representation choose_representation(ServerContext& ctx, const Request& req, Con
         {gzip_first ? &kBrotli : &kGzip, gzip_first ? w.br : w.gzip}};
     for (const auto& [coding, weight] : order) {
       if (weight == 0) continue;
-      if (FileRef v = find_variant(ctx, work, *file, *coding)) {
+      if (FileRef v = find_variant(site, work, *file, *coding)) {
         rep.content_type = file->content_type;
         rep.encoding = coding->name;
         rep.etag = variant_validators(work, *v, *coding);
@@ -242,6 +244,70 @@ void log_lookup_error(const ErrnoStatus& es, std::string_view peer, const Reques
                                                     req.method_text(), path, std::strerror(err));
 }
 
+// A redirect rule's answer for `work.path`, if one matches: its status with the Location.
+std::optional<Reply> redirect_reply(const SiteContext& site, ConnectionWork& work) {
+  const int status = site.redirects.find(work.path, work.scratch);
+  if (status == 0) return std::nullopt;
+  // Captures make the Location as long as the path, encoded: as for a directory's redirect.
+  if (work.scratch.size() > HeadBuffer::kCapacity - kHeadFieldsReserve - kMaxRuleFieldBytes) {
+    return Reply::error_page(414);
+  }
+  return Reply::error_page(status, work.scratch);
+}
+
+// The fallback page (server.fallback_page) for a path that names nothing, as NGINX's
+// `try_files $uri $uri/ /index.html`: the page with status 200, preconditions and ranges as
+// for any file. Nothing when there is none or it is missing itself (the 404 stands).
+std::optional<Reply> fallback_reply(const ServerContext& ctx, const SiteContext& site,
+                                    const Request& req, ConnectionWork& work, int error) {
+  if (site.pages.fallback.empty() || (error != ENOENT && error != ENOTDIR)) return std::nullopt;
+  FileRef page = site.files->lookup(site.pages.fallback, ServerContext::shard());
+  if (page->error || page->directory) return std::nullopt;
+  return file_reply(ctx, req, work, choose_representation(site, req, work, std::move(page)));
+}
+
+// Replaces a built-in error page by the site's own for its status (server.error_pages),
+// keeping the status and the reply's fields; a page that is missing, or a directory, leaves
+// the built-in one: an error page never leads to another lookup, so it cannot loop.
+Reply with_error_page(const SiteContext& site, Reply r) {
+  if (r.kind != Reply::Kind::error || r.status < 400 || site.pages.error_pages.empty()) return r;
+  const std::string_view path = site.error_page(r.status);
+  if (path.empty()) return r;
+  FileRef page = site.files->lookup(path, ServerContext::shard());
+  if (page->error || page->directory) return r;
+  r.kind = Reply::Kind::error_file;
+  r.length = page->size;
+  r.file = std::move(page);
+  return r;
+}
+
+// The answer of `site` to `req`, before its error page.
+Reply site_reply(ServerContext& ctx, const SiteContext& site, const Request& req,
+                 ConnectionWork& work, std::string_view peer) {
+  if (!site.redirects.empty()) {
+    if (auto r = redirect_reply(site, work)) return *r;
+  }
+  if (req.method() != Method::get && req.method() != Method::head) return method_reply(req);
+  FileRef file = site.files->lookup(work.path, ServerContext::shard());
+  if (!file->error && !file->directory && names_directory(work.path)) {
+    // A trailing "/" names a directory (path.hpp), but the cache opens the name without it:
+    // answer a file there as open(2) would have, ENOTDIR, rather than serve it.
+    if (auto r = fallback_reply(ctx, site, req, work, ENOTDIR)) return *r;
+    return Reply::error_page(status_from_errno(ENOTDIR).status);
+  }
+  if (file->directory) {
+    Reply r = directory_reply(site, req, work, file);
+    if (file->directory) return r;  // a redirect, a listing or an error: no index file
+  }
+  if (file->error) {
+    if (auto r = fallback_reply(ctx, site, req, work, file->error)) return *r;
+    ErrnoStatus es = status_from_errno(file->error);
+    log_lookup_error(es, peer, req, work.path, file->error);
+    return Reply::error_page(es.status);
+  }
+  return file_reply(ctx, req, work, choose_representation(site, req, work, std::move(file)));
+}
+
 }  // namespace
 
 Reply method_reply(const Request& req) {
@@ -257,25 +323,19 @@ Reply method_reply(const Request& req) {
 
 Reply handle_static(ServerContext& ctx, const Request& req, ConnectionWork& work,
                     std::string_view peer) {
-  if (req.method() != Method::get && req.method() != Method::head) return method_reply(req);
-  TargetStatus ts = normalize_target(req.target(), work.path);
-  if (ts != TargetStatus::ok) return Reply::error_page(http_status(ts));
-  FileRef file = ctx.files->lookup(work.path, ServerContext::shard());
-  if (!file->error && !file->directory && names_directory(work.path)) {
-    // A trailing "/" names a directory (path.hpp), but the cache opens the name without it:
-    // answer a file there as open(2) would have, ENOTDIR, rather than serve it.
-    return Reply::error_page(status_from_errno(ENOTDIR).status);
+  const SiteContext& site = ctx.site_for(req);
+  const bool read = req.method() == Method::get || req.method() == Method::head;
+  Reply r;
+  if (TargetStatus ts = normalize_target(req.target(), work.path); ts != TargetStatus::ok) {
+    // Not a path (OPTIONS "*" among them): no rule can match it.
+    r = read ? Reply::error_page(http_status(ts)) : method_reply(req);
+  } else {
+    r = site_reply(ctx, site, req, work, peer);
+    if (!site.headers.empty()) r.headers = &site.headers;  // matched on work.path when written
   }
-  if (file->directory) {
-    Reply r = directory_reply(ctx, req, work, file);
-    if (file->directory) return r;  // a redirect, a listing or an error: no index file
-  }
-  if (file->error) {
-    ErrnoStatus es = status_from_errno(file->error);
-    log_lookup_error(es, peer, req, work.path, file->error);
-    return Reply::error_page(es.status);
-  }
-  return file_reply(ctx, req, work, choose_representation(ctx, req, work, std::move(file)));
+  r = with_error_page(site, std::move(r));
+  r.site = site.number;
+  return r;
 }
 
 }  // namespace weft::http

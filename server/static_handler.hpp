@@ -3,8 +3,11 @@
 // handle_static() turns a parsed request into a Reply (what to send, not how): the method
 // check, path normalization, the fd cache lookup, the trailing-slash rule, the directory
 // redirect, index files, the listing decision, precompressed variants, preconditions and
-// ranges. It sends nothing; the ResponseWriter turns the Reply into a head and a body. The
-// only I/O it does is the fd cache's lookups and, for a listing, reading the directory.
+// ranges, and a site's rules and pages: which site answers (vhost.hpp), its [[redirects]]
+// (before the method check: any method is redirected, as NGINX's `return`), its fallback page
+// for a GET or HEAD of a path that names nothing, and its error pages. It sends nothing; the
+// ResponseWriter turns the Reply into a head and a body. The only I/O it does is the fd cache's
+// lookups and, for a listing, reading the directory.
 //
 // Precompressed variants (server.precompressed, like NGINX's gzip_static): for a regular
 // file f (an index file too), "on" looks up f.br and f.gz through the same fd cache (same
@@ -29,6 +32,7 @@
 #include "server/range.hpp"
 #include "server/request.hpp"
 #include "server/server_context.hpp"
+#include "server/site_rules.hpp"
 
 namespace weft::http {
 
@@ -47,6 +51,8 @@ struct Reply {
                    // or with a `boundary` the multipart body of range.parts (`length` long)
     not_modified,  // 304 with the file's validators
     page,          // 200 with the ConnectionWork's `body` (a listing, the metrics)
+    error_file,    // an error `status` whose body is the site's page `file` (error_pages), with
+                   // `extra` fields; no validators (preconditions do not apply to errors)
   };
   Kind kind = Kind::error;
   int status = 500;
@@ -60,6 +66,9 @@ struct Reply {
   std::string_view encoding;      // of a precompressed variant: its Content-Encoding
   std::string_view validators;    // of a variant: its fields with its own ETag (work.fields)
   bool vary = false;              // "Vary: Accept-Encoding" (server.precompressed is on)
+  uint16_t site = 0;              // the SiteContext::number that answered (the access log names it)
+  const HeaderRules* headers = nullptr;  // the site's [[headers]], when it has any: matched
+                                         // on the request's normalised path (work.path)
 
   /// Returns an error reply for `status`, with `extra` header lines.
   static Reply error_page(int status, std::string_view extra = {}) {

@@ -65,10 +65,11 @@ def read_text(path):
 
 
 class WeftServer:
-    """A weft process serving `root` with extra TOML `settings` ({section: {key: value}})."""
+    """A weft process serving `root` with extra TOML `settings` ({section: {key: value}}) and
+    `extra` TOML text appended as is (arrays of tables such as [[headers]])."""
 
     def __init__(self, root, backend="io_uring", settings=None, processors=2, listen=None,
-                 prefix=()):
+                 prefix=(), extra=""):
         self.prefix = list(prefix)  # a command that runs weft, such as setpriv with its options
         self.tmp = tempfile.mkdtemp(prefix="weft-e2e-")
         self.root = root
@@ -92,6 +93,7 @@ class WeftServer:
                 f.write("[%s]\n" % section)
                 for k, v in values.items():
                     f.write("%s = %s\n" % (k, toml_value(v)))
+            f.write(extra)
         self.proc = None
 
     def start(self, timeout=10):
@@ -294,14 +296,19 @@ HTTP_DATE = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|M
 
 
 class ServerCase(unittest.TestCase):
-    """One weft per test class: set `backend`, `settings`, `processors`, and `make_root(cls, base)`
-    (builds the document root under `base` and returns it; default: weft_site.build); the
-    server is `cls.srv`, the root `cls.root`, its parent `cls.base`.
+    """One weft per test class: set `backend`, `settings`, `processors`, `extra_toml` (a
+    function of the class returning TOML text to append, for arrays of tables), and
+    `make_root(cls, base)` (builds the document root under `base` and returns it; default:
+    weft_site.build); the server is `cls.srv`, the root `cls.root`, its parent `cls.base`.
     tearDownClass checks that the server exits 0 on SIGTERM."""
 
     backend = None
     settings = {}
     processors = 2
+
+    @classmethod
+    def extra_toml(cls):
+        return ""
 
     @classmethod
     def make_root(cls, base):
@@ -313,7 +320,8 @@ class ServerCase(unittest.TestCase):
         cls.srv = None
         try:
             cls.root = cls.make_root(cls.base)
-            cls.srv = WeftServer(cls.root, cls.backend, cls.settings, cls.processors)
+            cls.srv = WeftServer(cls.root, cls.backend, cls.settings, cls.processors,
+                                 extra=cls.extra_toml())
             cls.srv.start()
         except BaseException:  # tearDownClass does not run after a failed setUpClass
             if cls.srv:
@@ -405,6 +413,9 @@ def toml_value(v):
         return str(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join("%s = %s" % (toml_value(str(k)), toml_value(x))
+                               for k, x in v.items()) + "}"
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

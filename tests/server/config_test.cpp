@@ -136,6 +136,145 @@ access_format = "json"
   EXPECT_EQ(changed_keys(c, Config{}).size(), 8u);  // the seven set, and the root (its folder)
 }
 
+// Issue 33: the site rules and pages, as the issue writes them.
+TEST(Config, ParsesSiteRulesPagesAndVhosts) {
+  Config c = parse_config(R"(
+[server]
+fallback_page = "/index.html"
+error_pages = { "404" = "/404.html", "500" = "/50x.html" }
+
+[[headers]]
+source = "/assets/**"
+set = { "Cache-Control" = "public, max-age=31536000, immutable" }
+
+[[headers]]
+source = "/**"
+set = { "X-Content-Type-Options" = "nosniff", "X-Frame-Options" = "DENY" }
+always = true
+
+[[redirects]]
+source = "/old"
+destination = "/assets/app.css"
+status = 301
+
+[[redirects]]
+source = "/blog/*"
+destination = "/news/$1"
+
+[[vhosts]]
+host = "B.test"
+root = "b"
+precompressed = "on"
+error_pages = { "404" = "/missing.html" }
+headers = [{ source = "/**", set = { "X-Site" = "b" } }]
+redirects = [{ source = "/x", destination = "/y", status = 308 }]
+
+[[vhosts]]
+host = "*.c.test"
+root = "/srv/c"
+)",
+                          "/etc/weft/x.toml");
+  EXPECT_EQ(c.pages.fallback, "/index.html");
+  EXPECT_EQ(c.pages.error_pages,
+            (std::map<int, std::string>{{404, "/404.html"}, {500, "/50x.html"}}));
+  ASSERT_EQ(c.headers.size(), 2u);
+  EXPECT_EQ(c.headers[0].source, "/assets/**");
+  EXPECT_EQ(c.headers[0].set.at(0).first, "Cache-Control");
+  EXPECT_FALSE(c.headers[0].always);
+  EXPECT_EQ(c.headers[1].set.size(), 2u);
+  EXPECT_TRUE(c.headers[1].always);
+  EXPECT_EQ(c.headers[1].origin, "/etc/weft/x.toml:10:1");
+  ASSERT_EQ(c.redirects.size(), 2u);
+  EXPECT_EQ(c.redirects[1].status, 301);  // the default
+  EXPECT_EQ(c.redirects[1].destination, "/news/$1");
+  ASSERT_EQ(c.vhosts.size(), 2u);
+  EXPECT_EQ(c.vhosts[0].host, "b.test");  // lower case
+  EXPECT_EQ(c.vhosts[0].root, fs::path{"/etc/weft/b"});
+  EXPECT_EQ(c.vhosts[0].precompressed, Precompressed::on);
+  EXPECT_FALSE(c.vhosts[0].index);  // unset: [server]'s
+  EXPECT_EQ(c.vhosts[0].pages.error_pages.at(404), "/missing.html");
+  EXPECT_EQ(c.vhosts[0].headers.at(0).set.at(0).second, "b");
+  EXPECT_EQ(c.vhosts[0].redirects.at(0).status, 308);
+  EXPECT_EQ(c.vhosts[1].host, "*.c.test");
+
+  // weft -T writes them back so that they parse to the same configuration.
+  const std::string text = dump_config(c);
+  EXPECT_NE(text.find("[[headers]]  # /etc/weft/x.toml:6:1"), std::string::npos) << text;
+  EXPECT_NE(text.find("[[vhosts]]"), std::string::npos) << text;
+  Config again = parse_config(text, "/etc/weft/x.toml");
+  EXPECT_EQ(changed_keys(c, again), std::vector<std::string>{}) << text;
+  EXPECT_EQ(changed_keys(c, Config{}).size(), 6u);  // root, both pages, the three lists
+}
+
+TEST(Config, RejectsBadRulesNamingFileLineAndKey) {
+  const char* h = "/etc/weft/test.toml:";
+  expect_rejected("[[headers]]\nsource = \"/a\"\nset = { \"Content-Length\" = \"1\" }\n",
+                  {h, ":3:7: key 'headers.set'", "Content-Length"});
+  expect_rejected("[[headers]]\nsource = \"/a\"\nset = { \"Transfer-Encoding\" = \"chunked\" }\n",
+                  {"key 'headers.set'", "Transfer-Encoding"});
+  expect_rejected("[[headers]]\nsource = \"/a\"\nset = { \"Connection\" = \"close\" }\n",
+                  {"key 'headers.set'", "Connection"});
+  expect_rejected("[[headers]]\nsource = \"/a\"\nset = { \"X-A\" = \"a\\r\\nSet-Cookie: b\" }\n",
+                  {":3:7: key 'headers.set'", "control byte"});
+  expect_rejected("[[headers]]\nsource = \"/a\"\nset = { \"X-A\" = \"a\\u0000\" }\n",
+                  {"key 'headers.set'", "control byte"});
+  expect_rejected("[[headers]]\nsource = \"/a\"\nset = { \"X A\" = \"1\" }\n",
+                  {"key 'headers.set'", "not a token"});
+  expect_rejected("[[headers]]\nsource = \"a/**\"\nset = { \"X-A\" = \"1\" }\n",
+                  {":2:10: key 'headers.source'", "must start with '/'"});
+  expect_rejected("[[headers]]\nsource = \"/{a\"\nset = { \"X-A\" = \"1\" }\n",
+                  {"key 'headers.source'", "not closed"});
+  expect_rejected("[[headers]]\nset = { \"X-A\" = \"1\" }\n",
+                  {":1:1: key 'headers.source' is required"});
+  expect_rejected("[[headers]]\nsource = \"/a\"\nsett = {}\n",
+                  {":3:1: unknown key 'headers.sett'"});
+  expect_rejected("[headers]\nsource = \"/a\"\n", {"key 'headers' must be an array of tables"});
+  expect_rejected("[[redirects]]\nsource = \"/a\"\ndestination = \"/b\"\nstatus = 304\n",
+                  {":4:10: key 'redirects.status'", "301, 302, 303, 307, 308"});
+  expect_rejected("[[redirects]]\nsource = \"/a/*\"\ndestination = \"/b/$2\"\n",
+                  {":3:15: key 'redirects.destination'", "uses $2"});
+  expect_rejected("[[redirects]]\nsource = \"/a\"\ndestination = \"/b\\r\\nX: y\"\n",
+                  {"key 'redirects.destination'", "must be a URI"});
+  expect_rejected("[server]\nfallback_page = \"index.html\"\n",
+                  {":2:17: key 'server.fallback_page'", "starting with '/'"});
+  expect_rejected("[server]\nerror_pages = { \"200\" = \"/x.html\" }\n",
+                  {"key 'server.error_pages'", "not an error status"});
+  expect_rejected("[server]\nerror_pages = { \"404\" = \"/../x.html\" }\n",
+                  {"key 'server.error_pages'", "must name a file"});
+  expect_rejected("[[vhosts]]\nhost = \"b.test:80\"\nroot = \"/srv\"\n",
+                  {":2:8: key 'vhosts.host'", "without port"});
+  expect_rejected("[[vhosts]]\nroot = \"/srv\"\n", {"key 'vhosts.host' is required"});
+  expect_rejected("[[vhosts]]\nhost = \"b.test\"\n", {"key 'vhosts.root' is required"});
+  expect_rejected(
+      "[[vhosts]]\nhost = \"b.test\"\nroot = \"/srv\"\n\n[[vhosts]]\nhost = \"B.test\"\n"
+      "root = \"/srv\"\n",
+      {":6:8: key 'vhosts.host'", "already the host"});
+  expect_rejected("[[vhosts]]\nhost = \"b.test\"\nroot = \"/srv\"\nlisten = [\"*:80\"]\n",
+                  {":4:1: unknown key 'vhosts.listen'"});
+  expect_rejected(
+      "[[vhosts]]\nhost = \"b.test\"\nroot = \"/srv\"\n"
+      "headers = [{ source = \"/a\", set = { \"Date\" = \"x\" } }]\n",
+      {"key 'vhosts.headers.set'", "Date"});
+  // Too many bytes of fields for one response head.
+  std::string big =
+      "[[headers]]\nsource = \"/a\"\nset = { \"X-A\" = \"" + std::string(2100, 'a') + "\" }\n";
+  expect_rejected(big, {"key 'headers'", "at most 2048"});
+}
+
+TEST(Config, CheckRejectsAMissingVhostRoot) {
+  Config c =
+      parse_config("[[vhosts]]\nhost = \"b.test\"\nroot = \"/no/such/dir\"\n", "/etc/weft/x.toml");
+  c.root = source_dir();
+  try {
+    check_config(c);
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string{e.what()}.find("/etc/weft/x.toml:1:1: key 'vhosts.root'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Config, ParsesEveryKind) {
   Config c = parse_config(R"(
 [server]
