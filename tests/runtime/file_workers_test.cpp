@@ -38,11 +38,20 @@ class TempFile {
 };
 
 int count_threads() {
+  // Only the pool's own (named "weft-file"): a sanitizer starts threads of its own (TSan its
+  // background thread at the first pthread_create), and those are not the pool's.
   int n = 0;
   DIR* d = opendir("/proc/self/task");
-  while (readdir(d)) ++n;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char comm[32] = {};
+    FILE* f = std::fopen(("/proc/self/task/" + std::string(e->d_name) + "/comm").c_str(), "r");
+    if (!f) continue;
+    if (std::fgets(comm, sizeof comm, f) && std::strncmp(comm, "weft-file", 9) == 0) ++n;
+    std::fclose(f);
+  }
   closedir(d);
-  return n - 2;
+  return n;
 }
 
 // The process's address space now, in bytes (/proc/self/statm counts pages).
