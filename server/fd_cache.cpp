@@ -118,6 +118,13 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
   if (watch_) catch_up();
   Shard& s = shard_for(path);
   Loading loading;  // ours, should this lookup become the one that loads
+  if (FileRef hit = hit_or_claim(s, path, loading, shard_index)) return hit;
+  if (metrics_) metrics_->on_fd_cache(shard_index, false);
+  return load_claimed(s, path);
+}
+
+FileRef FdCache::hit_or_claim(Shard& s, std::string_view path, Loading& loading,
+                              unsigned shard_index) {
   while (true) {
     int64_t now = now_ns();
     FileRef hit;
@@ -135,7 +142,7 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
         // must wait for us, never see it empty.
         ins->second.loading = &loading;
         entries_.fetch_add(1, std::memory_order_relaxed);
-        break;  // we load, below
+        return FileRef{};  // we load: load_claimed
       }
       CacheRecord& slot = it->second;
       if (slot.loading) {
@@ -165,7 +172,9 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
     }
     // Loop: the next pass misses and loads (or waits for whoever got there first).
   }
+}
 
+FileRef FdCache::load_claimed(Shard& s, std::string_view path) {
   // We own the load of `path`. The slot points at `loading`, on this stack: should anything
   // below throw (out of memory), the slot is dropped and its waiters are woken before the
   // stack unwinds; else they would wait for ever on a list that is gone.
@@ -178,7 +187,6 @@ FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
       if (armed) cache.publish(shard, path, FileRef{});
     }
   } abandon{*this, s, path};
-  if (metrics_) metrics_->on_fd_cache(shard_index, false);
   // Watch before opening: a change between the open and the watch would go unnoticed. The
   // slot is ours before the watch: an event read meanwhile marks it changed (invalidate).
   bool watched = watch_ && watch_->watch_dirs_of(path);

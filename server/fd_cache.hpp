@@ -148,6 +148,11 @@ class FdCache : private ChangeWatch::Sink {
   // Whether a cached entry may be served at `now`: fresh, being revalidated by another
   // fiber, or revalidated here and unchanged.
   bool still_usable(FileEntry& hit, int64_t now);
+  // Returns the usable entry for `path`, or null once the slot is claimed for `loading`
+  // (waiting for another fiber's load, and dropping a stale entry, on the way).
+  FileRef hit_or_claim(Shard& s, std::string_view path, Loading& loading, unsigned shard_index);
+  // Loads `path` into the slot this fiber claimed, publishes and returns it.
+  FileRef load_claimed(Shard& s, std::string_view path);
   void publish(Shard& s, std::string_view path, FileRef entry);
   void evict_over_limit(Shard& s);
   void erase_locked(
