@@ -25,6 +25,7 @@
 #include "server/http_date.hpp"
 #include "server/log.hpp"
 #include "server/second_text.hpp"
+#include "server/utf8.hpp"
 
 namespace weft::http {
 namespace {
@@ -99,35 +100,6 @@ Unit escape_combined(std::string_view s, std::size_t i) {
   return u;
 }
 
-// Returns the length of the well-formed UTF-8 sequence that starts at s[i] (a byte of 0x80 or
-// more), or 0 when there is none: RFC 3629's table, so no overlong forms, no surrogates and
-// nothing above U+10FFFF.
-std::size_t utf8_sequence(std::string_view s, std::size_t i) {
-  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const unsigned c = at(0);
-  std::size_t n = 0;
-  unsigned lo = 0x80;
-  unsigned hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    if (c == 0xe0) lo = 0xa0;  // overlong
-    if (c == 0xed) hi = 0x9f;  // surrogates
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    if (c == 0xf0) lo = 0x90;  // overlong
-    if (c == 0xf4) hi = 0x8f;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (s.size() - i < n || at(1) < lo || at(1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if ((at(k) & 0xc0) != 0x80) return 0;
-  }
-  return n;
-}
-
 // RFC 8259 string escaping; a byte that is not part of well-formed UTF-8 becomes "\u00HH".
 Unit escape_json(std::string_view s, std::size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
@@ -170,7 +142,7 @@ Unit escape_json(std::string_view s, std::size_t i) {
   } else if (c < 0x80) {
     u.text[0] = static_cast<char>(c);
     u.len = 1;
-  } else if (const std::size_t n = utf8_sequence(s, i); n != 0) {
+  } else if (const std::size_t n = utf8_sequence_length(s.substr(i)); n != 0) {
     std::memcpy(u.text.data(), s.data() + i, n);
     u.in = n;
     u.len = n;

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "server/listing.hpp"
+#include "server/utf8.hpp"  // utf8_sequence_length, used by the escapers here
 
 namespace weft::http {
 
@@ -51,10 +52,5 @@ void append_human_size(std::uint64_t bytes, std::string& out);
 /// Appends the Unix time `t` as "YYYY-MM-DD HH:MM" (UTC), or with `rfc3339` as
 /// "YYYY-MM-DDTHH:MM:SSZ"; clamped to years 1970..9999.
 void append_listing_time(std::int64_t t, bool rfc3339, std::string& out);
-
-/// Returns the length (1 to 4) of the well-formed UTF-8 sequence at the start of `s`
-/// (non-empty), or 0 when it does not start with one (overlong forms, surrogates and code
-/// points above U+10FFFF are not well-formed).
-std::size_t utf8_sequence_length(std::string_view s);
 
 }  // namespace weft::http
