@@ -17,7 +17,8 @@
 #   WEFT=BINARY: another weft build; WEFT_SERVER='TOML lines' added to weft's [server] section
 #   and WEFT_EXTRA='TOML lines' (whole sections) appended to its configuration (printf %b);
 #   WEFT_B=BINARY adds a second weft ("weft-b", io_uring) for an A/B, with WEFT_B_SERVER as
-#   its [server] lines instead of WEFT_SERVER's.
+#   its [server] lines instead of WEFT_SERVER's. WEFT_FD_CACHE / WEFT_B_FD_CACHE: lines for
+#   the [fd_cache] section the same way (e.g. 'valid = "5s"', the staleness NGINX is given).
 # Needs build/release and www-fixtures/generated/small (www-fixtures/generate.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -61,6 +62,7 @@ backend = "$2"
 max_connections = 4000
 [fd_cache]
 max_entries = 3000
+$(printf '%b' "$4")
 [log]
 level = "warn"
 error_log = "$work/logs/weft-$1.log"
@@ -68,9 +70,10 @@ access_log = "off"
 $(printf '%b' "${WEFT_EXTRA:-}")
 CONF
 }
-weft_conf "${port[weft]}" io_uring "${WEFT_SERVER:-}" > "$work/weft.toml"
-weft_conf "${port[weft-epoll]}" epoll "${WEFT_SERVER:-}" > "$work/weft-epoll.toml"
-weft_conf "${port[weft-b]}" io_uring "${WEFT_B_SERVER-${WEFT_SERVER:-}}" > "$work/weft-b.toml"
+weft_conf "${port[weft]}" io_uring "${WEFT_SERVER:-}" "${WEFT_FD_CACHE:-}" > "$work/weft.toml"
+weft_conf "${port[weft-epoll]}" epoll "${WEFT_SERVER:-}" "${WEFT_FD_CACHE:-}" > "$work/weft-epoll.toml"
+weft_conf "${port[weft-b]}" io_uring "${WEFT_B_SERVER-${WEFT_SERVER:-}}" \
+  "${WEFT_B_FD_CACHE-${WEFT_FD_CACHE:-}}" > "$work/weft-b.toml"
 mkdir -p "$work/nginx"
 cat > "$work/nginx/nginx.conf" <<CONF
 user nobody nogroup; daemon off; worker_processes 1; pid $work/nginx/nginx.pid;
