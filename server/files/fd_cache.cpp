@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <list>
+#include <unordered_map>
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -12,7 +14,10 @@
 
 #include "runtime/io.hpp"
 #include "runtime/scheduler.hpp"
-#include "server/http/http_date.hpp"
+#include "runtime/spinlock.hpp"
+#include "runtime/waiter.hpp"
+#include "server/files/change_watch.hpp"
+#include "server/http/mime_map.hpp"
 #include "server/http/path.hpp"
 #include "server/ops/metrics.hpp"
 
@@ -53,8 +58,95 @@ FileEntry::~FileEntry() {
   if (bytes && bytes_account) bytes_account->fetch_sub(size, std::memory_order_relaxed);
 }
 
-FdCache::FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics* metrics,
-                 std::size_t max_entries, std::shared_ptr<std::atomic<uint64_t>> bytes)
+// The cache itself, behind FdCache (see fd_cache.hpp for its layout, states and threads).
+class FdCache::Impl : private ChangeWatch::Sink {
+ public:
+  Impl(const Config& config, int root_fd, const MimeMap& mime, Metrics* metrics,
+       std::size_t max_entries, std::shared_ptr<std::atomic<uint64_t>> bytes);
+  ~Impl();
+
+  FileRef lookup(std::string_view path, unsigned processor);
+  int open_directory(std::string_view path) const;
+  std::size_t sweep();
+  void watch_loop(rt::CancelToken& stop);
+  void clear();
+  void retire();
+  std::size_t watched_dirs() const;
+
+  static constexpr std::size_t kShards = 64;
+
+  struct Loading {
+    rt::WaitList waiters;
+  };
+  struct CacheRecord {
+    FileRef entry;               // empty while loading
+    Loading* loading = nullptr;  // set while one fiber opens the file
+    bool changed = false;        // inotify saw a change while loading: do not keep the result
+    std::list<std::string>::iterator lru;
+  };
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct Shard {
+    rt::Spinlock lock;
+    std::unordered_map<std::string, CacheRecord, Hash, std::equal_to<>> map;
+    std::list<std::string> lru;  // front: most recently used
+  };
+
+  Shard& shard_for(std::string_view path);
+  // What open_file() found at a path: a regular file's descriptor, a directory, or an errno.
+  struct Opened {
+    int fd = -1;
+    int error = 0;
+    bool directory = false;
+  };
+  Opened open_file(const std::string& rel, struct ::statx& st, bool& symlink) const;
+  FileRef load(std::string_view path);
+  // Reads a small regular file's bytes into `e` when the byte budget allows.
+  void keep_bytes(FileEntry& e);
+  bool still_current(const FileEntry& e);
+  /// Stats root-relative `rel` like statx(2) without following it out of the root's resolve
+  /// rules and without blocking the processor; returns 0 or -errno.
+  int stat_path(const char* rel, struct ::statx* st) const;
+  bool fresh(const FileEntry& e, int64_t now_ns) const;
+  // Applies the change events that may concern the calling fiber's request (see the top).
+  void catch_up();
+  // Whether a cached entry may be served at `now`: fresh, being revalidated by another
+  // fiber, or revalidated here and unchanged.
+  bool still_usable(FileEntry& hit, int64_t now);
+  // Returns the usable entry for `path`, or null once the slot is claimed for `loading`
+  // (waiting for another fiber's load, and dropping a stale entry, on the way).
+  FileRef hit_or_claim(Shard& s, std::string_view path, Loading& loading, unsigned processor);
+  // Loads `path` into the slot this fiber claimed, publishes and returns it.
+  FileRef load_claimed(Shard& s, std::string_view path);
+  void publish(Shard& s, std::string_view path, FileRef entry);
+  void evict_over_limit(Shard& s);
+  void erase_locked(
+      Shard& s, std::unordered_map<std::string, CacheRecord, Hash, std::equal_to<>>::iterator it);
+  // ChangeWatch::Sink.
+  void invalidate(std::string_view path) override;
+  void invalidate_all() override { clear(); }
+
+  const Config& config_;
+  int root_fd_;
+  const MimeMap& mime_;
+  Metrics* metrics_;
+  uint64_t resolve_;
+  bool enabled_;
+  std::atomic<bool> retired_{false};
+  std::size_t max_entries_;
+  std::size_t shard_capacity_;
+  int64_t valid_ns_, errors_valid_ns_, inactive_ns_;
+  Shard shards_[kShards];
+  std::atomic<std::size_t> entries_{0};
+  std::shared_ptr<std::atomic<uint64_t>> bytes_;  // shared with entries, which release on death
+  std::atomic<uint64_t> opens_{0};
+  std::unique_ptr<ChangeWatch> watch_;  // inotify mode, when usable; made last, gone first
+};
+
+FdCache::Impl::Impl(const Config& config, int root_fd, const MimeMap& mime, Metrics* metrics,
+                    std::size_t max_entries, std::shared_ptr<std::atomic<uint64_t>> bytes)
     : config_(config),
       root_fd_(root_fd),
       mime_(mime),
@@ -84,22 +176,22 @@ FdCache::FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics
   }
 }
 
-FdCache::~FdCache() {
+FdCache::Impl::~Impl() {
   watch_.reset();
   clear();
 }
 
-FdCache::Shard& FdCache::shard_for(std::string_view path) {
+FdCache::Impl::Shard& FdCache::Impl::shard_for(std::string_view path) {
   return shards_[Hash{}(path) % kShards];
 }
 
-bool FdCache::fresh(const FileEntry& e, int64_t now) const {
+bool FdCache::Impl::fresh(const FileEntry& e, int64_t now) const {
   if (e.watched) return true;  // its change events are read before every lookup (catch_up)
   int64_t age = now - e.loaded_ns.load(std::memory_order_relaxed);
   return age < (e.error ? errors_valid_ns_ : valid_ns_);
 }
 
-void FdCache::catch_up() {
+void FdCache::Impl::catch_up() {
   // `valid` > 0: the operator accepts a window; read the events at most that often (the
   // background reader, watch_loop, keeps the queue short meanwhile).
   if (valid_ns_ > 0) {
@@ -109,22 +201,22 @@ void FdCache::catch_up() {
   watch_->catch_up();
 }
 
-FileRef FdCache::lookup(std::string_view path, unsigned shard_index) {
+FileRef FdCache::Impl::lookup(std::string_view path, unsigned processor) {
   if (!enabled_ || retired_.load(std::memory_order_relaxed)) {
-    if (metrics_) metrics_->on_fd_cache(shard_index, false);
+    ProcessorMetrics(metrics_, processor).on_fd_cache(false);
     return load(path);
   }
   // Before the map is read: an entry taken from it first could be invalidated meanwhile.
   if (watch_) catch_up();
   Shard& s = shard_for(path);
   Loading loading;  // ours, should this lookup become the one that loads
-  if (FileRef hit = hit_or_claim(s, path, loading, shard_index)) return hit;
-  if (metrics_) metrics_->on_fd_cache(shard_index, false);
+  if (FileRef hit = hit_or_claim(s, path, loading, processor)) return hit;
+  ProcessorMetrics(metrics_, processor).on_fd_cache(false);
   return load_claimed(s, path);
 }
 
-FileRef FdCache::hit_or_claim(Shard& s, std::string_view path, Loading& loading,
-                              unsigned shard_index) {
+FileRef FdCache::Impl::hit_or_claim(Shard& s, std::string_view path, Loading& loading,
+                                    unsigned processor) {
   while (true) {
     int64_t now = now_ns();
     FileRef hit;
@@ -159,7 +251,7 @@ FileRef FdCache::hit_or_claim(Shard& s, std::string_view path, Loading& loading,
     }
     hit->used_ns.store(now, std::memory_order_relaxed);
     if (still_usable(*hit, now)) {
-      if (metrics_) metrics_->on_fd_cache(shard_index, true);
+      ProcessorMetrics(metrics_, processor).on_fd_cache(true);
       return hit;
     }
     // Changed or expired: replace it by a fresh load (single flight as for a miss).
@@ -174,12 +266,12 @@ FileRef FdCache::hit_or_claim(Shard& s, std::string_view path, Loading& loading,
   }
 }
 
-FileRef FdCache::load_claimed(Shard& s, std::string_view path) {
+FileRef FdCache::Impl::load_claimed(Shard& s, std::string_view path) {
   // We own the load of `path`. The slot points at `loading`, on this stack: should anything
   // below throw (out of memory), the slot is dropped and its waiters are woken before the
   // stack unwinds; else they would wait for ever on a list that is gone.
   struct Abandon {
-    FdCache& cache;
+    Impl& cache;
     Shard& shard;
     std::string_view path;
     bool armed = true;
@@ -198,7 +290,7 @@ FileRef FdCache::load_claimed(Shard& s, std::string_view path) {
   return entry;
 }
 
-bool FdCache::still_usable(FileEntry& hit, int64_t now) {
+bool FdCache::Impl::still_usable(FileEntry& hit, int64_t now) {
   // An entry loaded within its file's mtime second sends no Last-Modified (see FileEntry);
   // loading it again once that second is over gives it one.
   if (!hit.error && !hit.directory && !hit.mtime_strong && wall_second() > hit.mtime) {
@@ -220,7 +312,7 @@ bool FdCache::still_usable(FileEntry& hit, int64_t now) {
   return same;
 }
 
-void FdCache::publish(Shard& s, std::string_view path, FileRef entry) {
+void FdCache::Impl::publish(Shard& s, std::string_view path, FileRef entry) {
   std::lock_guard g(s.lock);
   auto it = s.map.find(path);
   Loading* loading = it->second.loading;
@@ -238,7 +330,7 @@ void FdCache::publish(Shard& s, std::string_view path, FileRef entry) {
   evict_over_limit(s);
 }
 
-void FdCache::evict_over_limit(Shard& s) {
+void FdCache::Impl::evict_over_limit(Shard& s) {
   while (s.map.size() > shard_capacity_ && !s.lru.empty()) {
     // The least recently used ready entry; loading slots are not evicted.
     auto victim = s.lru.end();
@@ -254,17 +346,17 @@ void FdCache::evict_over_limit(Shard& s) {
   }
 }
 
-void FdCache::erase_locked(
+void FdCache::Impl::erase_locked(
     Shard& s, std::unordered_map<std::string, CacheRecord, Hash, std::equal_to<>>::iterator it) {
   s.lru.erase(it->second.lru);
   s.map.erase(it);  // drops the cache's reference; in-flight responses keep theirs
   entries_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-int FdCache::stat_path(const char* rel, struct ::statx* st) const {
+int FdCache::Impl::stat_path(const char* rel, struct ::statx* st) const {
   // io_uring runs every statx on a kernel worker (IORING_OP_STATX is always punted), which
-  // costs two context switches per revalidation; under the CPU cap that was about 1 in 8 of
-  // weft's CPU (docs/benchmarks.md, "Fourth round: revalidation without a kernel worker"). A path
+  // costs two context switches per revalidation, a large share of weft's CPU when every hit
+  // is revalidated. A path
   // whose every component is in the dentry cache is resolved here without waiting for the disk
   // (RESOLVE_CACHED fails with EAGAIN instead), and an open file's inode is in memory, so
   // statx on the O_PATH descriptor cannot block either. Only the rest goes to io::statx.
@@ -276,12 +368,12 @@ int FdCache::stat_path(const char* rel, struct ::statx* st) const {
   return rc;
 }
 
-int FdCache::open_directory(std::string_view path) const {
+int FdCache::Impl::open_directory(std::string_view path) const {
   std::string rel = root_relative(path);
   return io::openat2_now(root_fd_, rel.c_str(), O_RDONLY | O_DIRECTORY, 0, resolve_);
 }
 
-bool FdCache::still_current(const FileEntry& e) {
+bool FdCache::Impl::still_current(const FileEntry& e) {
   std::string rel = root_relative(e.path);
   struct ::statx st {};
   if (stat_path(rel.c_str(), &st) < 0) return false;
@@ -292,7 +384,7 @@ bool FdCache::still_current(const FileEntry& e) {
          S_ISDIR(st.stx_mode) == e.directory;
 }
 
-void FdCache::keep_bytes(FileEntry& e) {
+void FdCache::Impl::keep_bytes(FileEntry& e) {
   // Small files are kept in memory, within the total bound, so a response goes out in one
   // send with its head. A file that does not fit the budget is sent from the descriptor.
   uint64_t limit = config_.fd_cache_max_file_bytes;
@@ -324,8 +416,8 @@ void FdCache::keep_bytes(FileEntry& e) {
   }
 }
 
-FdCache::Opened FdCache::open_file(const std::string& rel, struct ::statx& st,
-                                   bool& symlink) const {
+FdCache::Impl::Opened FdCache::Impl::open_file(const std::string& rel, struct ::statx& st,
+                                               bool& symlink) const {
   // Look at the type before opening for reading: opening a FIFO or a device can have side
   // effects (a tape rewinds, a writer wakes), and a UNIX socket cannot be opened at all. An
   // O_PATH descriptor resolves the name under the same rules without opening the file.
@@ -357,7 +449,7 @@ FdCache::Opened FdCache::open_file(const std::string& rel, struct ::statx& st,
   return {fd, 0, false};
 }
 
-FileRef FdCache::load(std::string_view path) {
+FileRef FdCache::Impl::load(std::string_view path) {
   auto* e = new FileEntry();
   FileRef ref(e);
   e->path.assign(path);
@@ -390,22 +482,12 @@ FileRef FdCache::load(std::string_view path) {
   e->etag = make_etag(e->mtime, e->mtime_ns, e->size);
   e->mtime_strong = wall_second() > e->mtime;
   e->content_type = mime_.lookup(path);
-  HttpDateBuffer lm;
-  e->headers.reserve(160);
-  e->headers.append("Content-Type: ").append(e->content_type).append("\r\n");
-  e->validators_at = e->headers.size();
-  if (e->mtime_strong) {
-    e->headers.append("Last-Modified: ").append(format_http_date(e->mtime, lm)).append("\r\n");
-  }
-  e->headers.append("ETag: ").append(e->etag.view()).append("\r\n");
-  e->validators_end = e->headers.size();
-  // limits.max_ranges = 0 ignores every Range: say so (RFC 9110 §14.3) rather than invite one.
-  e->headers.append(config_.max_ranges == 0 ? "Accept-Ranges: none\r\n"
-                                            : "Accept-Ranges: bytes\r\n");
+  e->fields.build(e->content_type, e->etag.view(), e->mtime, e->mtime_strong,
+                  config_.max_ranges != 0);
   return ref;
 }
 
-std::size_t FdCache::sweep() {
+std::size_t FdCache::Impl::sweep() {
   if (!enabled_) return 0;
   int64_t cutoff = now_ns() - inactive_ns_;
   std::size_t dropped = 0;
@@ -424,7 +506,7 @@ std::size_t FdCache::sweep() {
   return dropped;
 }
 
-void FdCache::clear() {
+void FdCache::Impl::clear() {
   for (Shard& s : shards_) {
     std::lock_guard g(s.lock);
     for (auto it = s.map.begin(); it != s.map.end();) {
@@ -439,13 +521,13 @@ void FdCache::clear() {
   }
 }
 
-void FdCache::retire() {
+void FdCache::Impl::retire() {
   // Before the clear: a load that publishes after the clear reached its shard sees it.
   retired_.store(true, std::memory_order_relaxed);
   clear();
 }
 
-void FdCache::invalidate(std::string_view path) {
+void FdCache::Impl::invalidate(std::string_view path) {
   std::string with_slash;
   for (std::string_view p : {path, std::string_view(with_slash.assign(path).append("/"))}) {
     Shard& s = shard_for(p);
@@ -463,12 +545,71 @@ void FdCache::invalidate(std::string_view path) {
   }
 }
 
-std::size_t FdCache::watched_dirs() const {
+std::size_t FdCache::Impl::watched_dirs() const {
   return watch_ ? watch_->watched_dirs() : 0;
 }
 
-void FdCache::watch_loop(rt::CancelToken& stop) {
+void FdCache::Impl::watch_loop(rt::CancelToken& stop) {
   if (watch_) watch_->run(stop);
+}
+
+FdCache::FdCache(const Config& config, int root_fd, const MimeMap& mime, Metrics* metrics,
+                 std::size_t max_entries, std::shared_ptr<std::atomic<uint64_t>> bytes)
+    : impl_(std::make_unique<Impl>(config, root_fd, mime, metrics, max_entries, std::move(bytes))) {
+}
+
+FdCache::~FdCache() = default;
+
+FileRef FdCache::lookup(std::string_view path, unsigned processor) {
+  return impl_->lookup(path, processor);
+}
+
+int FdCache::open_directory(std::string_view path) const {
+  return impl_->open_directory(path);
+}
+
+std::size_t FdCache::sweep() {
+  return impl_->sweep();
+}
+
+void FdCache::watch_loop(rt::CancelToken& stop) {
+  impl_->watch_loop(stop);
+}
+
+void FdCache::clear() {
+  impl_->clear();
+}
+
+void FdCache::retire() {
+  impl_->retire();
+}
+
+bool FdCache::watching() const {
+  return impl_->watch_ != nullptr;
+}
+
+uint64_t FdCache::event_reads() const {
+  return impl_->watch_ ? impl_->watch_->reads() : 0;
+}
+
+std::size_t FdCache::size() const {
+  return impl_->entries_.load(std::memory_order_relaxed);
+}
+
+std::size_t FdCache::watched_dirs() const {
+  return impl_->watched_dirs();
+}
+
+uint64_t FdCache::bytes() const {
+  return impl_->bytes_->load(std::memory_order_relaxed);
+}
+
+uint64_t FdCache::opens() const {
+  return impl_->opens_.load(std::memory_order_relaxed);
+}
+
+std::size_t FdCache::max_entries() const {
+  return impl_->max_entries_;
 }
 
 }  // namespace weft::http

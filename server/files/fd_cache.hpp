@@ -33,26 +33,20 @@
 
 #include <atomic>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
 
 #include "runtime/io_driver.hpp"
-#include "runtime/spinlock.hpp"
-#include "runtime/waiter.hpp"
 #include "server/core/config.hpp"
-#include "server/files/change_watch.hpp"
 #include "server/files/file_entry.hpp"
-#include "server/http/mime_map.hpp"
 
 namespace weft::http {
 
 class Metrics;
+class MimeMap;
 
-class FdCache : private ChangeWatch::Sink {
+class FdCache {
  public:
   /// Makes a cache over the directory `root_fd` (kept open by the caller) with the
   /// [fd_cache] settings of `config`, holding at most `max_entries` entries; the bytes of
@@ -65,8 +59,9 @@ class FdCache : private ChangeWatch::Sink {
   ~FdCache();
 
   /// Returns the entry for `path` (normalized, starting with '/'); never empty. Call from a
-  /// fiber: it may open and stat the file. `shard` is the caller's processor index (metrics).
-  FileRef lookup(std::string_view path, unsigned shard);
+  /// fiber: it may open and stat the file. `processor` is the caller's (processor_index(): the
+  /// metrics it counts on).
+  FileRef lookup(std::string_view path, unsigned processor);
 
   /// Opens the directory at normalized `path` with the same resolve rules as every lookup
   /// (the symlink policy, confinement to the root), as a plain system call; returns the
@@ -89,93 +84,27 @@ class FdCache : private ChangeWatch::Sink {
   void retire();
 
   /// Returns whether inotify watches the root (revalidate = "inotify" and usable).
-  bool watching() const { return watch_ != nullptr; }
+  bool watching() const;
   /// Returns how many times the change queue was read (tests: reads are amortized).
-  uint64_t event_reads() const { return watch_ ? watch_->reads() : 0; }
+  uint64_t event_reads() const;
 
   /// Returns the number of cached entries.
-  std::size_t size() const { return entries_.load(std::memory_order_relaxed); }
+  std::size_t size() const;
 
   /// Returns how many directories inotify watches (inotify mode; for tests and metrics).
   std::size_t watched_dirs() const;
   /// Returns the bytes of file contents held.
-  uint64_t bytes() const { return bytes_->load(std::memory_order_relaxed); }
+  uint64_t bytes() const;
   /// Returns how many times a file was opened (tests: concurrent misses open once).
-  uint64_t opens() const { return opens_.load(std::memory_order_relaxed); }
+  uint64_t opens() const;
   /// Returns the entry limit in force.
-  std::size_t max_entries() const { return max_entries_; }
+  std::size_t max_entries() const;
 
  private:
-  static constexpr std::size_t kShards = 64;
-
-  struct Loading {
-    rt::WaitList waiters;
-  };
-  struct CacheRecord {
-    FileRef entry;               // empty while loading
-    Loading* loading = nullptr;  // set while one fiber opens the file
-    bool changed = false;        // inotify saw a change while loading: do not keep the result
-    std::list<std::string>::iterator lru;
-  };
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  struct Shard {
-    rt::Spinlock lock;
-    std::unordered_map<std::string, CacheRecord, Hash, std::equal_to<>> map;
-    std::list<std::string> lru;  // front: most recently used
-  };
-
-  Shard& shard_for(std::string_view path);
-  // What open_file() found at a path: a regular file's descriptor, a directory, or an errno.
-  struct Opened {
-    int fd = -1;
-    int error = 0;
-    bool directory = false;
-  };
-  Opened open_file(const std::string& rel, struct ::statx& st, bool& symlink) const;
-  FileRef load(std::string_view path);
-  // Reads a small regular file's bytes into `e` when the byte budget allows.
-  void keep_bytes(FileEntry& e);
-  bool still_current(const FileEntry& e);
-  /// Stats root-relative `rel` like statx(2) without following it out of the root's resolve
-  /// rules and without blocking the processor; returns 0 or -errno.
-  int stat_path(const char* rel, struct ::statx* st) const;
-  bool fresh(const FileEntry& e, int64_t now_ns) const;
-  // Applies the change events that may concern the calling fiber's request (see the top).
-  void catch_up();
-  // Whether a cached entry may be served at `now`: fresh, being revalidated by another
-  // fiber, or revalidated here and unchanged.
-  bool still_usable(FileEntry& hit, int64_t now);
-  // Returns the usable entry for `path`, or null once the slot is claimed for `loading`
-  // (waiting for another fiber's load, and dropping a stale entry, on the way).
-  FileRef hit_or_claim(Shard& s, std::string_view path, Loading& loading, unsigned shard_index);
-  // Loads `path` into the slot this fiber claimed, publishes and returns it.
-  FileRef load_claimed(Shard& s, std::string_view path);
-  void publish(Shard& s, std::string_view path, FileRef entry);
-  void evict_over_limit(Shard& s);
-  void erase_locked(
-      Shard& s, std::unordered_map<std::string, CacheRecord, Hash, std::equal_to<>>::iterator it);
-  // ChangeWatch::Sink.
-  void invalidate(std::string_view path) override;
-  void invalidate_all() override { clear(); }
-
-  const Config& config_;
-  int root_fd_;
-  const MimeMap& mime_;
-  Metrics* metrics_;
-  uint64_t resolve_;
-  bool enabled_;
-  std::atomic<bool> retired_{false};
-  std::size_t max_entries_;
-  std::size_t shard_capacity_;
-  int64_t valid_ns_, errors_valid_ns_, inactive_ns_;
-  Shard shards_[kShards];
-  std::atomic<std::size_t> entries_{0};
-  std::shared_ptr<std::atomic<uint64_t>> bytes_;  // shared with entries, which release on death
-  std::atomic<uint64_t> opens_{0};
-  std::unique_ptr<ChangeWatch> watch_;  // inotify mode, when usable; made last, gone first
+  // The shards, their maps and LRU lists, the loads in flight and the change watch
+  // (fd_cache.cpp).
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace weft::http

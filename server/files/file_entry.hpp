@@ -2,8 +2,10 @@
 // validators, the content type, the prebuilt representation headers, and (for small files)
 // the bytes; or the errno of a failed lookup, so misses can be cached too.
 //
-// Entries are immutable once published and reference counted (FileRef), so the fd cache can
-// drop an entry while a response still sends from its descriptor: the fd closes when the
+// Once published, an entry's file fields never change; only its atomics do: `checking`,
+// `loaded_ns` and `used_ns` (the fd cache's revalidation and sweeping), `resident_ns` (a
+// hint of the senders) and `refs`. Entries are reference counted (FileRef), so the fd cache
+// can drop an entry while a response still sends from its descriptor: the fd closes when the
 // last reference goes. Any thread may hold and read a FileRef.
 #pragma once
 
@@ -15,6 +17,7 @@
 #include <utility>
 
 #include "server/http/conditional.hpp"
+#include "server/http/file_fields.hpp"
 
 namespace weft::http {
 
@@ -37,11 +40,8 @@ struct FileEntry {
   // the same second with If-Range), and is loaded again as soon as the second is over.
   bool mtime_strong = false;
   std::string_view content_type;  // owned by the MimeMap, which outlives every entry
-  std::string
-      headers;  // "Content-Type: ..\r\n[Last-Modified: ..\r\n]ETag: ..\r\nAccept-Ranges: bytes\r\n"
-  std::size_t validators_at = 0;   // where Last-Modified and ETag are in `headers`
-  std::size_t validators_end = 0;  // (a 304 repeats them)
-  std::unique_ptr<char[]> bytes;   // the whole file when small (see fd_cache max_file_bytes)
+  FileFields fields;              // Content-Type, validators, Accept-Ranges (file_fields.hpp)
+  std::unique_ptr<char[]> bytes;  // the whole file when small (see fd_cache max_file_bytes)
   std::shared_ptr<std::atomic<uint64_t>> bytes_account;  // the cache's total, given back on death
   // Reached through a symlink as its last step, or one of several hard links: a change made
   // through the other name is reported in the other name's directory, so inotify on this
@@ -57,11 +57,6 @@ struct FileEntry {
   std::atomic<uint32_t> refs{1};
 
   ~FileEntry();
-
-  /// Returns the Last-Modified and ETag lines of `headers` (what a 304 repeats).
-  std::string_view validator_fields() const {
-    return std::string_view(headers).substr(validators_at, validators_end - validators_at);
-  }
 
   /// Returns whether the file's bytes are held in memory.
   bool has_bytes() const { return bytes != nullptr; }

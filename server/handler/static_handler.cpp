@@ -6,6 +6,7 @@
 #include <iterator>
 #include <optional>
 #include <utility>
+#include <variant>
 
 #include <spdlog/spdlog.h>
 
@@ -40,10 +41,10 @@ std::string_view query_of(std::string_view target) {
 // The first index file of the directory `work.path` that exists, or an error other than
 // "not there" on one (EACCES on the index is reported, not skipped), or nothing.
 FileRef find_index(const SiteContext& site, ConnectionWork& work) {
-  unsigned shard = processor_index();
+  const unsigned processor = processor_index();
   for (const std::string& index : site.index) {
     work.scratch.assign(work.path).append(index);
-    FileRef candidate = site.files->lookup(work.scratch, shard);
+    FileRef candidate = site.files->lookup(work.scratch, processor);
     if (!candidate->error && !candidate->directory) return candidate;
     if (candidate->error && candidate->error != ENOENT && candidate->error != ENOTDIR) {
       return candidate;
@@ -52,9 +53,15 @@ FileRef find_index(const SiteContext& site, ConnectionWork& work) {
   return {};
 }
 
+// What a directory answers with: a Reply (a redirect, a listing, an error), or its index
+// file, which is then answered as any file.
+struct IndexFile {
+  FileRef file;
+};
+using DirectoryAnswer = std::variant<Reply, IndexFile>;
+
 // A directory: redirect to its name with a slash, or its index file, or its listing.
-Reply directory_reply(const SiteContext& site, const Request& req, ConnectionWork& work,
-                      FileRef& file) {
+DirectoryAnswer directory_reply(const SiteContext& site, const Request& req, ConnectionWork& work) {
   if (!names_directory(work.path)) {
     work.scratch.assign("Location: ");
     append_encoded_path(work.path, work.scratch);
@@ -66,10 +73,7 @@ Reply directory_reply(const SiteContext& site, const Request& req, ConnectionWor
     }
     return Reply::error_page(301, work.scratch);
   }
-  if (FileRef index = find_index(site, work)) {
-    file = std::move(index);
-    return {};  // go on with the index file
-  }
+  if (FileRef index = find_index(site, work)) return IndexFile{std::move(index)};
   if (!site.directory_listing) return Reply::error_page(403);
   const ListingOptions options{.order = parse_listing_order(query_of(req.target())),
                                .format = listing_format(req.headers()),
@@ -109,18 +113,6 @@ FileRef find_variant(const SiteContext& site, ConnectionWork& work, const FileEn
   return v;
 }
 
-// Writes the validator fields of `variant` into work.fields with its entity-tag given the
-// suffix of `c`; returns that tag (a view into work.fields).
-std::string_view variant_validators(ConnectionWork& work, const FileEntry& variant,
-                                    const Coding& c) {
-  const std::string_view fields = variant.validator_fields();  // [Last-Modified] ETag
-  const std::string_view tag = variant.etag.view();
-  work.fields.assign(fields.substr(0, fields.rfind("ETag: "))).append("ETag: ");
-  const std::size_t at = work.fields.size();
-  work.fields.append(tag.substr(0, tag.size() - 1)).append(c.tag_suffix).append("\"\r\n");
-  return std::string_view(work.fields).substr(at, tag.size() + c.tag_suffix.size());
-}
-
 // Chooses between `file` and its precompressed variants (server.precompressed; see the
 // header): the accepted coding of higher weight first, br on a tie.
 Representation choose_representation(const SiteContext& site, const Request& req,
@@ -143,7 +135,8 @@ Representation choose_representation(const SiteContext& site, const Request& req
       if (FileRef v = find_variant(site, work, *file, *coding)) {
         rep.content_type = file->content_type;
         rep.encoding = coding->name;
-        rep.etag = variant_validators(work, *v, *coding);
+        rep.etag = variant_validators(work.fields, v->fields.validators(), v->etag.view(),
+                                      coding->tag_suffix);
         rep.file = std::move(v);
         return rep;
       }
@@ -299,8 +292,9 @@ Reply site_reply(const SiteContext& site, const Request& req, ConnectionWork& wo
     return Reply::error_page(status_from_errno(ENOTDIR).status);
   }
   if (file->directory) {
-    Reply r = directory_reply(site, req, work, file);
-    if (file->directory) return r;  // a redirect, a listing or an error: no index file
+    DirectoryAnswer answer = directory_reply(site, req, work);
+    if (auto* r = std::get_if<Reply>(&answer)) return *r;  // a redirect, a listing, an error
+    file = std::move(std::get<IndexFile>(answer).file);
   }
   if (file->error) {
     if (auto r = fallback_reply(site, req, work, file->error)) return *r;

@@ -1,5 +1,5 @@
-// Response heads: a small append-only text buffer and the functions that write the status
-// line and the common header fields into it, without allocating.
+// HeadBuffer: a small append-only text buffer that a response head is written into, field by
+// field, without allocating (what goes in it: handler/response_head.hpp).
 //
 // The head buffer lives on the connection fiber's stack or in the connection; when a head
 // would not fit, append() reports overflow and the caller answers 500 (it cannot happen with

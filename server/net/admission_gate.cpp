@@ -35,20 +35,10 @@ bool attach_syn_drop(int fd) {
 
 }  // namespace
 
-std::mutex& AdmissionGate::mutex() {
-  static std::mutex m;
-  return m;
-}
-
-std::unordered_map<int, AdmissionGate::State>& AdmissionGate::states() {
-  static std::unordered_map<int, State> s;
-  return s;
-}
-
-bool AdmissionGate::close_locked(int fd, State& s) {
-  if (s.closed || s.broken) return false;
-  if (!attach_syn_drop(fd)) {
-    s.broken = true;
+bool AdmissionGate::close_locked() {
+  if (closed_ || broken_) return false;
+  if (!attach_syn_drop(fd_)) {
+    broken_ = true;
     static std::once_flag warned;
     std::call_once(warned, [] {
       spdlog::warn(
@@ -58,86 +48,76 @@ bool AdmissionGate::close_locked(int fd, State& s) {
     });
     return false;
   }
-  s.closed = true;
+  closed_ = true;
   return true;
 }
 
-bool AdmissionGate::open_locked(int fd, State& s) {
-  if (!s.closed) return false;
+bool AdmissionGate::open_locked() {
+  if (!closed_) return false;
   int unused = 0;  // the kernel wants an int-sized option value even here
-  if (::setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof unused) != 0 &&
+  if (::setsockopt(fd_, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof unused) != 0 &&
       errno != ENOENT) {
     spdlog::error("admission gate: SO_DETACH_FILTER: {}", std::strerror(errno));
     return false;  // still closed: the next accept tries again
   }
-  s.closed = false;
+  closed_ = false;
   return true;
 }
 
-void AdmissionGate::count_locked(State& s, rt::TimePoint now) {
-  ++s.accepts;
-  if (s.window_start == rt::TimePoint{}) s.window_start = now;
-  if (now - s.window_start >= kStaleWindow) {
-    s.rate = 0;  // idle or stopped: unknown until a window of real accepts ends
-  } else if (now - s.window_start >= kWindow) {
-    const double window_s = std::chrono::duration<double>(now - s.window_start).count();
-    const double measured = s.accepts / window_s;
-    s.rate = s.rate == 0 ? measured : (s.rate + measured) / 2;  // smoothed over a few windows
+void AdmissionGate::count_locked(rt::TimePoint now) {
+  ++accepts_;
+  if (window_start_ == rt::TimePoint{}) window_start_ = now;
+  if (now - window_start_ >= kStaleWindow) {
+    rate_ = 0;  // idle or stopped: unknown until a window of real accepts ends
+  } else if (now - window_start_ >= kWindow) {
+    const double window_s = std::chrono::duration<double>(now - window_start_).count();
+    const double measured = accepts_ / window_s;
+    rate_ = rate_ == 0 ? measured : (rate_ + measured) / 2;  // smoothed over a few windows
   } else {
     return;
   }
-  s.window_start = now;
-  s.accepts = 0;
+  window_start_ = now;
+  accepts_ = 0;
 }
 
-int AdmissionGate::decide_locked(int fd, State& s, unsigned queued, rt::Duration target,
-                                 rt::TimePoint now) {
+int AdmissionGate::decide_locked(unsigned queued, rt::Duration target, rt::TimePoint now) {
   if (queued == 0) {
-    s.backlog_since = {};
-  } else if (s.backlog_since == rt::TimePoint{}) {
-    s.backlog_since = now;
+    backlog_since_ = {};
+  } else if (backlog_since_ == rt::TimePoint{}) {
+    backlog_since_ = now;
   }
-  if (s.rate == 0) return 0;
-  const double predicted_s = queued / s.rate;
+  if (rate_ == 0) return 0;
+  const double predicted_s = queued / rate_;
   const double target_s = std::chrono::duration<double>(target).count();
-  const bool standing = queued != 0 && now - s.backlog_since >= kWindow;
-  if (!s.closed && predicted_s > target_s && standing) return close_locked(fd, s) ? 1 : 0;
-  if (s.closed && predicted_s < target_s / 2) return open_locked(fd, s) ? -1 : 0;
+  const bool standing = queued != 0 && now - backlog_since_ >= kWindow;
+  if (!closed_ && predicted_s > target_s && standing) return close_locked() ? 1 : 0;
+  if (closed_ && predicted_s < target_s / 2) return open_locked() ? -1 : 0;
   return 0;
 }
 
-int AdmissionGate::steer(int fd, unsigned queued, rt::Duration target, rt::TimePoint now) {
-  std::lock_guard lock(mutex());
-  State& s = states()[fd];
-  count_locked(s, now);
-  return decide_locked(fd, s, queued, target, now);
+int AdmissionGate::steer(unsigned queued, rt::Duration target, rt::TimePoint now) {
+  std::lock_guard lock(mutex_);
+  count_locked(now);
+  return decide_locked(queued, target, now);
 }
 
-int AdmissionGate::steer_sampled(int fd, rt::Duration target, rt::TimePoint now) {
-  std::lock_guard lock(mutex());
-  State& s = states()[fd];
-  count_locked(s, now);
-  if (s.sampled != rt::TimePoint{} && now - s.sampled < kSample) return 0;
-  s.sampled = now;
-  // A getsockopt under the mutex: short, and the mutex is only the acceptors' of this process.
-  return decide_locked(fd, s, accept_queue_length(fd), target, now);
+int AdmissionGate::steer_sampled(rt::Duration target, rt::TimePoint now) {
+  std::lock_guard lock(mutex_);
+  count_locked(now);
+  if (sampled_ != rt::TimePoint{} && now - sampled_ < kSample) return 0;
+  sampled_ = now;
+  // A getsockopt under the mutex: short, and the mutex is only this socket's acceptors'.
+  return decide_locked(accept_queue_length(fd_), target, now);
 }
 
-bool AdmissionGate::open(int fd) {
-  std::lock_guard lock(mutex());
-  auto it = states().find(fd);
-  return it != states().end() && open_locked(fd, it->second);
+bool AdmissionGate::open() {
+  std::lock_guard lock(mutex_);
+  return open_locked();
 }
 
-bool AdmissionGate::is_closed(int fd) {
-  std::lock_guard lock(mutex());
-  auto it = states().find(fd);
-  return it != states().end() && it->second.closed;
-}
-
-void AdmissionGate::forget(int fd) {
-  std::lock_guard lock(mutex());
-  states().erase(fd);
+bool AdmissionGate::is_closed() {
+  std::lock_guard lock(mutex_);
+  return closed_;
 }
 
 unsigned accept_queue_length(int fd) {

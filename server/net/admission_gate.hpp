@@ -3,17 +3,15 @@
 //
 // Why: past saturation the kernel's listen queue grows at arrivals minus service, and a
 // connection that waited there longer than its client's patience costs the server a reply
-// nobody reads (the collapse docs/benchmarks.md measured) or, refused after the fact, a reset
-// whose delivery runs in the server's context on loopback (about 19 us each here: a quarter of
-// the capped server's CPU went to resetting queues when it paused its listener). The only free
-// refusal is one the kernel makes before a connection exists: a SYN dropped on arrival, in the
-// softirq of the client's own send. So the gate is a classic BPF socket filter on the
-// listening socket that drops SYNs without ACK (new handshakes) and passes everything else
-// (handshakes already under way complete, queued connections stay). A client whose SYN was
-// dropped retransmits it after the kernel's initial RTO (1 s on Linux) and is let in then if
-// the gate has opened: a refusal here is a delay first, and a timeout only if the overload
-// lasts. A small listen backlog would drop SYNs too, but it also drops the final ACKs of
-// handshakes it let in, leaving them half-open (measured worse; docs/benchmarks.md).
+// nobody reads or, refused after the fact, a reset whose delivery runs in the server's
+// context. The only free refusal is one the kernel makes before a connection exists: a SYN
+// dropped on arrival, in the softirq of the client's own send. So the gate is a classic BPF
+// socket filter on the listening socket that drops SYNs without ACK (new handshakes) and
+// passes everything else (handshakes already under way complete, queued connections stay).
+// A client whose SYN was dropped retransmits it after the kernel's initial RTO (1 s on
+// Linux) and is let in then if the gate has opened: a refusal here is a delay first, and a
+// timeout only if the overload lasts. (A small listen backlog would drop SYNs too, but also
+// the final ACKs of handshakes it let in, leaving them half-open.)
 //
 // When to close: a connection let into the queue now will wait about queue length / service
 // rate before weft takes it. The gate closes when that predicted wait passes
@@ -24,8 +22,7 @@
 // smoothed: past saturation that is what the server serves; below it, arrivals, which makes
 // the prediction the queue's own wait. Under a CPU cap the queue is bursty (throttling stops
 // the server for most of each period), so the target must sit above the waits seen below
-// saturation: the first gate, closing on one wait past 100 ms, refused clients at 80% load
-// (docs/benchmarks.md, "Admission gate").
+// saturation.
 //
 // Two guards keep a burst on a lightly loaded server from closing the gate. Below
 // saturation the accept rate is only the arrival rate, and after an idle spell it is tiny:
@@ -37,14 +34,13 @@
 //   since saw connections waiting). A burst drains in milliseconds; overload does not.
 //
 // States: open (no filter) -> closed (filter attached) -> open. The acceptors of a socket
-// (one, or one per processor when server.reuseport = false) share its gate; a mutex guards
-// the map, held for a lookup and the state change, never across a park (the setsockopt under
-// it is short).
+// (one, or one per processor when server.reuseport = false) share its gate (its Listener's
+// ListenerAdmission); its mutex is held for a decision and the state change, never across a
+// park (the setsockopt under it is short).
 #pragma once
 
 #include <cstdint>
 #include <mutex>
-#include <unordered_map>
 
 #include "runtime/timer.hpp"
 
@@ -60,49 +56,49 @@ class AdmissionGate {
   /// come every few milliseconds, so such a window was idle or stopped, not saturated.
   static constexpr rt::Duration kStaleWindow = 2 * kWindow;
 
-  /// Steers the gate of listening socket `fd` after an accept at `now`, with `queued`
-  /// connections still waiting: closes it when queued / service rate > `target` and the
-  /// queue has not been empty for kWindow, opens it under half of that. Returns +1 when this
-  /// call closed it, -1 when it opened it, else 0.
-  /// A filter that cannot be attached is logged once, and the gate stays open.
-  static int steer(int fd, unsigned queued, rt::Duration target, rt::TimePoint now);
-
   /// How often steer_sampled() reads the queue's length: picked so that the gate costs no
   /// system call per connection (a getsockopt was two thirds of the io_uring backend's system
   /// calls per connection under overload) yet reacts within a CPU quota's period.
   static constexpr rt::Duration kSample = std::chrono::milliseconds(1);
 
-  /// Steers the gate of `fd` like steer() after an accept at `now`, reading the accept
-  /// queue's length (accept_queue_length) at most once per kSample; between reads it counts
-  /// the accept and decides nothing (returns 0).
-  static int steer_sampled(int fd, rt::Duration target, rt::TimePoint now);
+  /// The gate of listening socket `fd` (which outlives it), open.
+  explicit AdmissionGate(int fd) : fd_(fd) {}
+  AdmissionGate(const AdmissionGate&) = delete;
+  AdmissionGate& operator=(const AdmissionGate&) = delete;
 
-  /// Opens the gate of `fd` if it is closed (nothing left to accept); true when it did.
-  static bool open(int fd);
+  /// Steers the gate after an accept at `now`, with `queued` connections still waiting:
+  /// closes it when queued / service rate > `target` and the queue has not been empty for
+  /// kWindow, opens it under half of that. Returns +1 when this call closed it, -1 when it
+  /// opened it, else 0. A filter that cannot be attached is logged once, and the gate stays
+  /// open.
+  int steer(unsigned queued, rt::Duration target, rt::TimePoint now);
 
-  /// Returns whether the gate of `fd` is closed.
-  static bool is_closed(int fd);
+  /// Steers the gate like steer() after an accept at `now`, reading the accept queue's
+  /// length (accept_queue_length) at most once per kSample; between reads it counts the
+  /// accept and decides nothing (returns 0).
+  int steer_sampled(rt::Duration target, rt::TimePoint now);
 
-  /// Forgets `fd` (its socket is closing); opens nothing.
-  static void forget(int fd);
+  /// Opens the gate if it is closed (nothing left to accept); true when it did.
+  bool open();
+
+  /// Returns whether the gate is closed.
+  bool is_closed();
 
  private:
-  struct State {
-    bool closed = false;
-    rt::TimePoint sampled{};        // when steer_sampled() last read the queue's length
-    rt::TimePoint backlog_since{};  // first of the decisions since that all saw a queue; {}: none
-    bool broken = false;            // the filter could not be attached: never close again
-    rt::TimePoint window_start{};   // of the current accept count
-    unsigned accepts = 0;           // in the current window
-    double rate = 0;                // smoothed accepts per second; 0: not measured yet
-  };
-  static void count_locked(State& s, rt::TimePoint now);
-  static int decide_locked(int fd, State& s, unsigned queued, rt::Duration target,
-                           rt::TimePoint now);
-  static bool close_locked(int fd, State& s);
-  static bool open_locked(int fd, State& s);
-  static std::mutex& mutex();
-  static std::unordered_map<int, State>& states();
+  void count_locked(rt::TimePoint now);
+  int decide_locked(unsigned queued, rt::Duration target, rt::TimePoint now);
+  bool close_locked();
+  bool open_locked();
+
+  const int fd_;
+  std::mutex mutex_;  // held for a decision, never across a park
+  bool closed_ = false;
+  rt::TimePoint sampled_{};        // when steer_sampled() last read the queue's length
+  rt::TimePoint backlog_since_{};  // first of the decisions since that all saw a queue; {}: none
+  bool broken_ = false;            // the filter could not be attached: never close again
+  rt::TimePoint window_start_{};   // of the current accept count
+  unsigned accepts_ = 0;           // in the current window
+  double rate_ = 0;                // smoothed accepts per second; 0: not measured yet
 };
 
 /// Returns the number of connections waiting in listening socket `fd`'s accept queue (its

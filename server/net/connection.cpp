@@ -16,6 +16,7 @@
 #include "server/core/processor.hpp"
 #include "server/handler/metrics_endpoint.hpp"
 #include "server/handler/static_handler.hpp"
+#include "server/net/finish_request.hpp"
 #include "server/ops/access_log.hpp"
 #include "server/ops/metrics.hpp"
 
@@ -26,8 +27,7 @@ namespace io = weft::rt::io;
 namespace {
 
 // Writes IPv4 address `a` (network order) as dotted decimal. Hand-written because glibc's
-// inet_ntop formats IPv4 through sprintf, which was a twentieth of weft's user time per
-// one-request connection (perf, docs/benchmarks.md "Connection cost").
+// inet_ntop formats IPv4 through sprintf, a cost felt on every short connection.
 void format_ipv4(in_addr a, char* out) {
   const auto* b = reinterpret_cast<const unsigned char*>(&a.s_addr);
   for (int i = 0; i < 4; ++i) {
@@ -52,10 +52,7 @@ const char* format_peer(const sockaddr_storage& peer, PeerText& out) {
 }
 
 Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, Site site)
-    : ctx_(ctx),
-      fd_(fd),
-      site_(site),
-      writer_(ctx, fd, peer_, token_, &Connection::on_finished, this) {
+    : ctx_(ctx), fd_(fd), site_(site), writer_(ctx, fd, peer_, token_, *this) {
   format_peer(peer, peer_);
   ctx_.connections.add(1);
   ctx_.enroll(this);
@@ -66,7 +63,7 @@ Connection::~Connection() {
   release_work();
   if (fd_ >= 0) io::close_detached(fd_);  // no wait, and no system call of its own on io_uring
   ctx_.slots.release(this);
-  if (ctx_.metrics) ctx_.metrics->on_connection_close(processor_index());
+  ctx_.processor_metrics().on_connection_close();
   ctx_.connections.done();
 }
 
@@ -226,7 +223,7 @@ bool Connection::must_linger(const Request& req) const {
   // to close (else the server chose to, and a pipelining client may have sent more), nothing
   // it sent is left unread in the buffer or the socket, and no body was left unread. Closing
   // at once saves the shutdown and the wait for the client's FIN: a wake-up and a receive per
-  // connection (docs/benchmarks.md, "Connection cost").
+  // connection.
   return req.keep_alive() || have_ > work_->parser.consumed() || !drained_ ||
          work_->parser.body_unread();
 }
@@ -266,38 +263,12 @@ RequestNote Connection::note_of(const Request* req, rt::TimePoint started) {
   return n;
 }
 
-void Connection::on_finished(void* self, const Outgoing& response, uint64_t body_sent) {
-  static_cast<Connection*>(self)->finish_request(response, body_sent);
-}
-
-void Connection::finish_request(const Outgoing& response, uint64_t body_sent) {
-  if (ctx_.metrics) ctx_.metrics->on_request(processor_index(), response.status, body_sent);
-  if (!ctx_.access_log) return;
-  const RequestNote& n = response.note;
-  AccessRecord rec;
-  rec.remote_addr = peer_;
-  rec.time_unix = n.started_unix;
-  rec.status = response.status;
-  rec.body_bytes = body_sent;
-  rec.request_time_s = std::chrono::duration<double>(rt::now() - n.started).count();
-  if (!ctx_.vhosts.empty()) {
-    rec.vhost_field = true;
-    rec.vhost = ctx_.site(n.site).name;
-  }
-  if (n.parsed) {
-    std::string_view text = std::string_view(work_->notes).substr(n.text_at);
-    auto take = [&text](uint32_t len) {
-      std::string_view s = text.substr(0, len);
-      text.remove_prefix(len);
-      return s;
-    };
-    rec.method = take(n.method_len);
-    rec.target = take(n.target_len);
-    rec.protocol = n.version == Version::http_1_0 ? "HTTP/1.0" : "HTTP/1.1";
-    rec.referer = take(n.referer_len);
-    rec.user_agent = take(n.agent_len);
-  }
-  ctx_.access_log->log(rec);
+void Connection::on_finished(const Outgoing& response, uint64_t body_sent) {
+  finish_request(ctx_, {.peer = peer_,
+                        .status = response.status,
+                        .body_sent = body_sent,
+                        .note = &response.note,
+                        .notes = work_ ? std::string_view(work_->notes) : std::string_view{}});
 }
 
 void Connection::lingering_close() {

@@ -4,8 +4,8 @@
 // complete, ask the static handler for its Reply and give that to the ResponseWriter; drop
 // the request's bytes and go on with a pipelined successor, or receive more. Responses to
 // pipelined requests are queued and sent together when the buffer holds no further complete
-// request. finish_request() runs once per response, after its bytes are sent (or the sending
-// failed): it alone counts the request in the metrics and writes its access line.
+// request. on_finished() runs once per response, after its bytes are sent (or the sending
+// failed), and ends the request (finish_request.hpp).
 //
 // Timeouts: a request head must arrive within timeouts.header of its first byte (else 408);
 // an idle keep-alive connection is closed after timeouts.keepalive; any send that makes no
@@ -41,7 +41,7 @@ const char* format_peer(const sockaddr_storage& peer, PeerText& out);
 /// What a listener serves: the site (static files), or the metrics endpoint.
 enum class Site : std::uint8_t { files, metrics };
 
-class Connection {
+class Connection final : private ResponseWriter::Owner {
  public:
   /// Takes ownership of the accepted socket `fd` from `peer` to serve `site`, in a slot the
   /// caller took for it (ctx.slots.take()), given back when it closes. Make it with new: it
@@ -71,7 +71,6 @@ class Connection {
   enum class Outcome { closed, idle };
 
   static void on_ready(void* arg, int result);
-  static void on_finished(void* self, const Outgoing& response, uint64_t body_sent);
   Outcome run();
   // Receives more of a request (`idle`: a new one); nullopt when bytes came, else the end.
   std::optional<Outcome> receive(bool idle);
@@ -82,7 +81,7 @@ class Connection {
   // Answers `status` without a parsed request (503, 408, a malformed one) and closes.
   void fail_and_close(int status);
   RequestNote note_of(const Request* req, rt::TimePoint started);
-  void finish_request(const Outgoing& response, uint64_t body_sent);
+  void on_finished(const Outgoing& response, uint64_t body_sent) override;
   bool must_linger(const Request& req) const;
   void close_after(bool linger);
   void lingering_close();

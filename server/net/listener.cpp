@@ -6,7 +6,6 @@
 #include <ctime>
 #include <mutex>
 #include <stdexcept>
-#include <unordered_map>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,9 +17,11 @@
 #include "runtime/io.hpp"
 #include "runtime/scheduler.hpp"
 #include "server/core/processor.hpp"
+#include "server/handler/response_head.hpp"
 #include "server/http/status.hpp"
 #include "server/net/admission_gate.hpp"
 #include "server/net/connection.hpp"
+#include "server/net/finish_request.hpp"
 #include "server/net/response_writer.hpp"
 #include "server/ops/access_log.hpp"
 #include "server/ops/log_throttle.hpp"
@@ -114,7 +115,8 @@ std::vector<Listener> open_listeners(const std::vector<ListenAddress>& addresses
       unsigned n = reuseport ? copies : 1;
       if (reuseport) check_address_unused(a);
       for (unsigned i = 0; i < n; ++i) {
-        out.push_back({a, open_listener(a, backlog, reuseport, defer_accept_s)});
+        const int fd = open_listener(a, backlog, reuseport, defer_accept_s);
+        out.push_back({a, fd, std::make_shared<ListenerAdmission>(fd)});
       }
     }
   } catch (...) {
@@ -131,7 +133,7 @@ void refuse(ServerContext& ctx, int fd, const sockaddr_storage& peer) {
   // close() finds nothing unread and sends a FIN, not a reset that could overtake the
   // answer), and close.
   HeadBuffer h;
-  ResponseWriter::build_refusal(ctx, 503, h);
+  build_refusal(h, HeadOrigin{ctx.config.server_name, ctx.dates}, 503);
   const std::string_view out = h.view();
   const ssize_t sent = ::send(fd, out.data(), out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   char scratch[2048];
@@ -140,16 +142,25 @@ void refuse(ServerContext& ctx, int fd, const sockaddr_storage& peer) {
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
   const uint64_t body = sent == static_cast<ssize_t>(out.size()) ? error_body(503).size() : 0;
-  if (ctx.metrics) ctx.metrics->on_request(processor_index(), 503, body);
-  if (ctx.access_log) {
-    PeerText text;
-    AccessRecord rec;
-    rec.remote_addr = format_peer(peer, text);
-    rec.time_unix = static_cast<int64_t>(std::time(nullptr));
-    rec.status = 503;
-    rec.body_bytes = body;
-    ctx.access_log->log(rec);
-  }
+  PeerText text;
+  finish_request(ctx, {.peer = format_peer(peer, text),
+                       .status = 503,
+                       .body_sent = body,
+                       .note = nullptr,  // no request
+                       .notes = {}});
+}
+
+bool ListenerAdmission::claim_pause(rt::TimePoint now, rt::Duration gap) {
+  std::lock_guard lock(mutex_);
+  if (paused_ || (resumed_ != rt::TimePoint{} && now - resumed_ < gap)) return false;
+  paused_ = true;
+  return true;
+}
+
+void ListenerAdmission::end_pause(rt::TimePoint now) {
+  std::lock_guard lock(mutex_);
+  paused_ = false;
+  resumed_ = now;
 }
 
 namespace {
@@ -182,24 +193,24 @@ uint64_t queue_wait_ms(int fd) {
 // slot of limits.max_connections (a free one, or the longest-idle connection's), else
 // answered 503 at once.
 void admit(ServerContext& ctx, int c, const sockaddr_storage& peer, Site site) {
-  unsigned shard = processor_index();
+  const ProcessorMetrics metrics = ctx.processor_metrics();
   if (!ctx.slots.take()) {
-    if (ctx.metrics) ctx.metrics->on_rejected_connection(shard);
+    metrics.on_rejected_connection();
     refuse(ctx, c, peer);
     return;
   }
-  if (ctx.metrics) ctx.metrics->on_connection_open(shard);
+  metrics.on_connection_open();
   auto* conn = new Connection(ctx, c, peer, site);
   rt::spawn([conn] { Connection::start(conn); }).detach();
 }
 
-// Steers listening socket `fd`'s admission gate (limits.queue_target) after an accept: the
+// Steers a listening socket's admission gate (limits.queue_target) after an accept: the
 // gate closes when the wait it predicts for a new arrival passes the target (AdmissionGate).
-void steer_gate(ServerContext& ctx, int fd, rt::TimePoint now) {
+void steer_gate(ServerContext& ctx, AdmissionGate& gate, rt::TimePoint now) {
   const rt::Duration target = ctx.config.queue_target;
   if (target.count() == 0) return;
-  if (AdmissionGate::steer_sampled(fd, target, now) > 0) {
-    if (ctx.metrics) ctx.metrics->on_gate_close(processor_index());
+  if (gate.steer_sampled(target, now) > 0) {
+    ctx.processor_metrics().on_gate_close();
     spdlog::debug("admission gate closed");
   }
 }
@@ -220,12 +231,12 @@ void WaitBound::measured(rt::TimePoint now, rt::Duration wait) {
 
 namespace {
 
-// Takes connection `c`, just accepted on `fd`: serves it (admit()), or, when it waited in the
-// listen queue past limits.max_queue_wait (its client has likely given up), resets it and
-// returns false: the queue went stale. Either way the admission gate follows the queue.
-// The wait is read (a getsockopt) only when `bound` cannot rule it out.
-bool take(ServerContext& ctx, int fd, int c, const sockaddr_storage& peer, Site site,
-          WaitBound& bound) {
+// Takes connection `c`, just accepted on the socket of `admission`: serves it (admit()), or, when
+// it waited in the listen queue past limits.max_queue_wait (its client has likely given up), resets
+// it and returns false: the queue went stale. Either way the admission gate follows the queue. The
+// wait is read (a getsockopt) only when `bound` cannot rule it out.
+bool take(ServerContext& ctx, ListenerAdmission& admission, int c, const sockaddr_storage& peer,
+          Site site, WaitBound& bound) {
   if (site == Site::metrics) {
     admit(ctx, c, peer, site);
     return true;
@@ -240,7 +251,7 @@ bool take(ServerContext& ctx, int fd, int c, const sockaddr_storage& peer, Site 
   }
   if (stale) {
     shed(c);
-    if (ctx.metrics) ctx.metrics->on_shed_connection(processor_index());
+    ctx.processor_metrics().on_shed_connection();
     static LogThrottle shed_lines{1};  // a stale queue sheds thousands a second
     shed_lines.log(spdlog::level::warn,
                    "overload: reset a connection that waited over limits.max_queue_wait "
@@ -249,7 +260,7 @@ bool take(ServerContext& ctx, int fd, int c, const sockaddr_storage& peer, Site 
   } else {
     admit(ctx, c, peer, site);
   }
-  steer_gate(ctx, fd, now);
+  steer_gate(ctx, admission.gate, now);
   return !stale;
 }
 
@@ -261,51 +272,16 @@ bool take(ServerContext& ctx, int fd, int c, const sockaddr_storage& peer, Site 
 // behind the stale one (each reset costs about what a shed does). Listens again once half of
 // the connections open at the pause have finished (fresh work before the open ones run out),
 // after max_queue_wait at most, or at once when `stop` is cancelled.
-// The pause state of each listening socket. Acceptors sharing a socket (server.reuseport =
-// false) may each find it stale at once, from connections they took just before one of
-// them paused it. Only one may pause it: shutdown(2) again would reset the queue refilled
-// since, and a stale connection accepted within max_queue_wait of the last resume was
-// queued before that pause, so it is no news (a connection queued after it cannot be stale
-// yet). A map under a mutex, held for a lookup, never across a system call or a park.
-class PausedListeners {
- public:
-  /// Claims `fd` for a pause at `now`; false when it is paused or resumed less than `gap` ago.
-  bool claim(int fd, rt::TimePoint now, rt::Duration gap) {
-    std::lock_guard lock(mutex_);
-    State& s = fds_[fd];
-    if (s.paused || (s.resumed != rt::TimePoint{} && now - s.resumed < gap)) return false;
-    s.paused = true;
-    return true;
-  }
-
-  /// Ends the pause claimed for `fd`, which listens again from `now`.
-  void release(int fd, rt::TimePoint now) {
-    std::lock_guard lock(mutex_);
-    fds_[fd] = {false, now};
-  }
-
- private:
-  struct State {
-    bool paused = false;
-    rt::TimePoint resumed{};
-  };
-  std::mutex mutex_;
-  std::unordered_map<int, State> fds_;
-};
-
-PausedListeners& paused_listeners() {
-  static PausedListeners paused;
-  return paused;
-}
-
-void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
+void pause_listening(ServerContext& ctx, const Listener& listener, rt::CancelToken& stop) {
+  const int fd = listener.fd;
+  ListenerAdmission& admission = *listener.admission;
   unsigned queued = accept_queue_length(fd);  // what the kernel is about to reset
-  if (!paused_listeners().claim(fd, rt::now(), ctx.config.max_queue_wait)) return;
+  if (!admission.claim_pause(rt::now(), ctx.config.max_queue_wait)) return;
   if (::shutdown(fd, SHUT_RD) != 0) {
-    paused_listeners().release(fd, {});
+    admission.end_pause({});
     return;  // not paused: keep accepting as before
   }
-  if (ctx.metrics) ctx.metrics->on_listen_pause(processor_index(), queued);
+  ctx.processor_metrics().on_listen_pause(queued);
   // At most one line per socket per max_queue_wait (claim() above), so overload cannot
   // flood the log.
   spdlog::warn(
@@ -326,14 +302,15 @@ void pause_listening(ServerContext& ctx, int fd, rt::CancelToken& stop) {
         "overload: accepting again after {} ms",
         std::chrono::duration_cast<std::chrono::milliseconds>(rt::now() - paused_at).count());
   }
-  paused_listeners().release(fd, rt::now());
+  admission.end_pause(rt::now());
 }
 
 // After the turn's first accept: takes what else the kernel has queued without waiting, up to
 // limits.accept_batch connections this turn (the acceptor's next turn comes only after every
 // fiber queued meanwhile). Errors, EAGAIN included, end the turn; the next io::accept reports
 // any that persists. Returns false when the queue went stale (see take()).
-bool accept_more(ServerContext& ctx, int fd, Site site, WaitBound& bound) {
+bool accept_more(ServerContext& ctx, const Listener& listener, Site site, WaitBound& bound) {
+  const int fd = listener.fd;
   for (unsigned i = 1; i < ctx.config.accept_batch; ++i) {
     // Over the connection limit the rest wait in the kernel's queue: accepting them only
     // to answer 503 and linger would spend the time the open ones need.
@@ -342,14 +319,17 @@ bool accept_more(ServerContext& ctx, int fd, Site site, WaitBound& bound) {
     socklen_t len = sizeof peer;
     int c = ::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c < 0) return true;
-    if (!take(ctx, fd, c, peer, site, bound)) return false;
+    if (!take(ctx, *listener.admission, c, peer, site, bound)) return false;
   }
   return true;
 }
 
 }  // namespace
 
-void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site site) {
+void accept_loop(CurrentContext& current, const Listener& listener, rt::CancelToken& stop,
+                 Site site) {
+  const int fd = listener.fd;
+  AdmissionGate& gate = listener.admission->gate;
   auto backoff = std::chrono::milliseconds(1);
   WaitBound bound;
   while (true) {
@@ -359,7 +339,7 @@ void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site si
     uint64_t rounds = p->rounds();
     // A closed admission gate with nothing left to accept opens after limits.queue_target.
     rt::TimePoint deadline = rt::kNoDeadline;
-    if (site == Site::files && AdmissionGate::is_closed(fd)) {
+    if (site == Site::files && gate.is_closed()) {
       CurrentContext::Pin pin(current);  // a reload may retire the context meanwhile
       deadline = rt::now() + pin.ctx().config.queue_target;
     }
@@ -369,7 +349,7 @@ void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site si
     if (c < 0) {
       if (c == -ECANCELED) return;
       if (c == -ETIMEDOUT) {
-        AdmissionGate::open(fd);  // nothing queued: let arrivals in
+        gate.open();  // nothing queued: let arrivals in
         continue;
       }
       if (c == -EMFILE || c == -ENFILE || c == -ENOBUFS || c == -ENOMEM) {
@@ -396,18 +376,17 @@ void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site si
     // between changes only the connections accepted after it).
     CurrentContext::Pin pin(current);
     ServerContext& ctx = pin.ctx();
-    bool fresh = take(ctx, fd, c, peer, site, bound);
-    if (fresh) fresh = accept_more(ctx, fd, site, bound);
+    bool fresh = take(ctx, *listener.admission, c, peer, site, bound);
+    if (fresh) fresh = accept_more(ctx, listener, site, bound);
     // A stale queue behind a closed gate drains by resets as it is taken (the gate already
     // keeps new clients out). Otherwise (no gate, no socket filter here, or a queue that went
     // stale before the gate closed, as after a stop) the listener pauses.
-    if (!fresh && !AdmissionGate::is_closed(fd)) pause_listening(ctx, fd, stop);
+    if (!fresh && !gate.is_closed()) pause_listening(ctx, listener, stop);
     // One turn per scheduling round on both backends. epoll's accept4 succeeds without
     // parking while the kernel's queue is non-empty, so without this the acceptor would take
     // the whole queue into the server at once (every connection then waits behind all the
-    // others: the epoll backend's collapse under overload, docs/benchmarks.md); io_uring's
-    // accept parks until its completion is reaped, which already ends the turn (a yield
-    // there as well measured a p99 of 150-930 ms at 800 sessions/s under the CPU cap).
+    // others); io_uring's accept parks until its completion is reaped, which already ends the
+    // turn (a yield there as well made the tail latency under a CPU cap worse).
     if (!parked) rt::yield();
   }
 }

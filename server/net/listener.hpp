@@ -6,19 +6,50 @@
 // sockets are IPV6_V6ONLY, so "[::]:80" and "0.0.0.0:80" can both be listed.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "runtime/io_driver.hpp"
 #include "server/core/config.hpp"
+#include "server/net/admission_gate.hpp"
 #include "server/net/connection.hpp"
 #include "server/net/server_context.hpp"
 
 namespace weft::http {
 
+/// The admission state of one listening socket, shared by its acceptors (one, or one per
+/// processor when server.reuseport = false): its gate (limits.queue_target), and whether one
+/// of them paused it (limits.max_queue_wait; see pause_listening in listener.cpp). Only one
+/// may pause it: shutdown(2) again would reset the queue refilled since, and a stale
+/// connection accepted within max_queue_wait of the last resume was queued before that
+/// pause, so it is no news. A mutex, held for a check, never across a system call or a park.
+class ListenerAdmission {
+ public:
+  /// The admission of listening socket `fd` (which outlives it): gate open, not paused.
+  explicit ListenerAdmission(int fd) : gate(fd) {}
+
+  /// Claims the socket for a pause at `now`; false when it is paused or resumed less than
+  /// `gap` ago.
+  bool claim_pause(rt::TimePoint now, rt::Duration gap);
+
+  /// Ends the pause claimed; the socket listens again from `now`.
+  void end_pause(rt::TimePoint now);
+
+  AdmissionGate gate;
+
+ private:
+  std::mutex mutex_;
+  bool paused_ = false;
+  rt::TimePoint resumed_{};
+};
+
+/// One listening socket and its admission state.
 struct Listener {
   ListenAddress address;
   int fd = -1;
+  std::shared_ptr<ListenerAdmission> admission;  // shared by the copies its acceptors hold
 };
 
 /// Binds and listens on every address, `copies` sockets each with SO_REUSEPORT when
@@ -83,10 +114,11 @@ class WaitBound {
   rt::TimePoint last_{};  // of the previous accept; {}: nothing known yet
 };
 
-/// Accepts connections on `fd` and starts a fiber serving `site` for each, in the context
+/// Accepts connections on `listener` and starts a fiber serving `site` for each, in the context
 /// `current` holds at its accept (reloads swap it), until `stop` is cancelled. Running out of
 /// descriptors backs off (1 ms doubling to 100 ms) instead of spinning. Only the site's listeners
 /// shed and pause under overload (limits.max_queue_wait): the metrics endpoint is most wanted then.
-void accept_loop(CurrentContext& current, int fd, rt::CancelToken& stop, Site site = Site::files);
+void accept_loop(CurrentContext& current, const Listener& listener, rt::CancelToken& stop,
+                 Site site = Site::files);
 
 }  // namespace weft::http

@@ -14,6 +14,7 @@
 #include "runtime/io.hpp"
 #include "server/core/processor.hpp"
 #include "server/files/page_cache.hpp"
+#include "server/handler/response_head.hpp"
 #include "server/http/http_date.hpp"
 #include "server/http/multipart.hpp"
 #include "server/http/status.hpp"
@@ -28,99 +29,10 @@ rt::TimePoint ResponseWriter::send_deadline() const {
   return rt::coarse_now() + ctx_.config.timeouts_send;
 }
 
-void ResponseWriter::begin_head(ServerContext& ctx, HeadBuffer& h, int status, bool close,
-                                const Request* req) {
-  h.append(status_line(status));
-  h.field("Server", ctx.config.server_name);
-  HttpDateBuffer date;
-  h.field("Date", ctx.dates.get(date));
-  if (close) {
-    h.append("Connection: close\r\n");
-  } else if (req && req->version() == Version::http_1_0) {
-    h.append("Connection: keep-alive\r\n");  // 1.0 keeps alive only when told so
-  }
-}
-
-void ResponseWriter::error_fields(HeadBuffer& h, int status) {
-  h.append("Content-Type: text/html\r\n");
-  h.field("Content-Length", error_body(status).size());
-}
-
-void ResponseWriter::build_refusal(ServerContext& ctx, int status, HeadBuffer& h) {
-  begin_head(ctx, h, status, /*close=*/true, nullptr);
-  error_fields(h, status);
-  h.append("\r\n");
-  h.append(error_body(status));
-}
-
-void ResponseWriter::append_file_fields(HeadBuffer& h, const Reply& reply) {
-  const FileEntry& file = *reply.file;
-  if (reply.boundary.empty() && reply.encoding.empty()) {
-    h.append(file.headers);  // the common case: the fields prebuilt by the fd cache
-    if (reply.vary) h.append(kVaryLine);
-    return;
-  }
-  // A multipart body has its own Content-Type (each part carries the file's); a variant has
-  // the original's, its coding, and its own validators. The rest of the file's fields
-  // (Accept-Ranges) follow its validators.
-  if (!reply.boundary.empty()) {
-    h.append("Content-Type: ");
-    h.append(kMultipartType);
-    h.append(reply.boundary);
-    h.append("\r\n");
-  } else {
-    h.field("Content-Type", reply.content_type);
-    h.field("Content-Encoding", reply.encoding);
-  }
-  h.append(reply.validators.empty() ? file.validator_fields() : reply.validators);
-  h.append(std::string_view(file.headers).substr(file.validators_end));
-  if (reply.vary) h.append(kVaryLine);
-}
-
-void ResponseWriter::build_head(HeadBuffer& h, const Reply& reply, const Request* req,
-                                bool close) const {
-  begin_head(ctx_, h, reply.status, close, req);
-  switch (reply.kind) {
-    case Reply::Kind::error:
-      error_fields(h, reply.status);
-      h.append(reply.extra);
-      break;
-    case Reply::Kind::options:
-      h.field("Allow", kAllowedMethods);
-      h.append("Content-Length: 0\r\n");
-      break;
-    case Reply::Kind::not_modified:
-      h.append(reply.validators.empty() ? reply.file->validator_fields() : reply.validators);
-      if (reply.vary) h.append(kVaryLine);
-      break;
-    case Reply::Kind::file:
-      append_file_fields(h, reply);
-      h.field("Content-Length", reply.length);
-      if (reply.range.kind == RangeResult::Kind::single) {
-        ContentRangeBuffer cr;
-        h.field("Content-Range", format_content_range(reply.range, cr));
-      }
-      break;
-    case Reply::Kind::page:
-      h.field("Content-Type", reply.content_type);
-      h.field("Content-Length", work_->body.size());
-      h.append(reply.extra);
-      break;
-    case Reply::Kind::error_file:
-      h.field("Content-Type", reply.file->content_type);
-      h.field("Content-Length", reply.length);
-      h.append(reply.extra);
-      break;
-  }
-  // The site's [[headers]]: one branch when it has none (handle_static leaves this null).
-  if (reply.headers) reply.headers->append_matching(work_->path, reply.status, h);
-  h.append("\r\n");
-}
-
 bool ResponseWriter::write(const Reply& reply, const Request* req, bool close,
                            const RequestNote& note) {
   HeadBuffer h;
-  build_head(h, reply, req, close);
+  build_head(h, HeadOrigin{ctx_.config.server_name, ctx_.dates}, reply, req, close, *work_);
   if (h.overflowed()) {
     // The handler keeps client-sized fields (a redirect's Location) within the buffer, so
     // this is the server's own fields (a very long server_name): say so, answer 500, and end
@@ -166,7 +78,7 @@ bool ResponseWriter::queue(const Outgoing& o, std::string_view head, const char*
   if (w.iov_count + 2 > ConnectionWork::kMaxIov || need > ConnectionWork::kArena - w.arena_used ||
       w.outgoing_count == ConnectionWork::kMaxOutgoing) {
     if (!flush()) {
-      finish_(owner_, o, 0);  // never queued: finished unsent
+      owner_.on_finished(o, 0);  // never queued: finished unsent
       return false;
     }
   }
@@ -223,7 +135,7 @@ void ResponseWriter::finish_sent(uint64_t sent, bool ok) {
     if (ok && o.streams) {
       w.outgoing[kept++] = o;
     } else {
-      finish_(owner_, o, body);
+      owner_.on_finished(o, body);
     }
   }
   w.outgoing_count = kept;
@@ -261,7 +173,7 @@ bool ResponseWriter::stream(const Reply& reply, std::string_view head, const Req
     ok = send_file_body(*reply.file, reply.offset, reply.length, false, &sent);
   }
   // The streamed response is the only one in flight now.
-  finish_(owner_, work_->outgoing[0], sent);
+  owner_.on_finished(work_->outgoing[0], sent);
   work_->outgoing_count = 0;
   return ok;
 }
@@ -328,8 +240,7 @@ bool ResponseWriter::send_auto(const FileEntry& file, uint64_t offset, uint64_t 
     const uint64_t n = std::min(length, kResidencyRange);
     // A file found wholly cached a moment ago is still cached: its pages were just used, so
     // they are the last the kernel would evict. Skipping the question then keeps the cost
-    // of "auto" off hot files (docs/benchmarks.md, "Cold files"). Looked at per piece: the
-    // memo lapses during a long body.
+    // of "auto" off hot files. Looked at per piece: the memo lapses during a long body.
     const bool recent =
         rt::to_ns(rt::coarse_now()) - file.resident_ns.load(std::memory_order_relaxed) <
         kResidentMemoNs;
@@ -338,9 +249,8 @@ bool ResponseWriter::send_auto(const FileEntry& file, uint64_t offset, uint64_t 
     const int64_t done = resident ? send_resident_piece(file, offset, n, sent)
                                   : send_cold_piece(file, offset, length, more, sent);
     if (done < 0) return false;
-    if (done > 0 && ctx_.metrics) {
-      ctx_.metrics->on_body_range(processor_index(), resident,
-                                  resident ? 0 : static_cast<uint64_t>(done));
+    if (done > 0) {
+      ctx_.processor_metrics().on_body_range(resident, resident ? 0 : static_cast<uint64_t>(done));
     }
     offset += static_cast<uint64_t>(done);
     length -= static_cast<uint64_t>(done);

@@ -1,14 +1,13 @@
 // ResponseWriter: turns Replies into bytes on one connection's socket.
 //
-// It builds every response head (build_head: one place for the status line, the common
-// fields and each kind's own), queues heads and small bodies in the connection's arena and
-// sends them together (one sendmsg for a pipelined batch), and streams large bodies with
-// sendfile or splice (io.body), or, by default, piece by piece: sendfile for what the page
-// cache holds, reads through the I/O driver for the rest (page_cache.hpp), and multipart/byteranges
-// bodies as their framing text between the parts' slices (each sent as a single range's would be).
-// Every response is an Outgoing record from when it is queued until its bytes are out; then, or
-// when sending fails, the writer hands it to its owner's Finish callback with the body bytes the
-// client was actually sent. That callback is the only place that counts a request and logs it.
+// It writes each response's head (build_head, response_head.hpp), queues heads and small bodies in
+// the connection's arena and sends them together (one sendmsg for a pipelined batch), and streams
+// large bodies with sendfile or splice (io.body), or, by default, piece by piece: sendfile for what
+// the page cache holds, reads through the I/O driver for the rest (page_cache.hpp), and
+// multipart/byteranges bodies as their framing text between the parts' slices (each sent as a
+// single range's would be). Every response is an Outgoing record from when it is queued until its
+// bytes are out; then, or when sending fails, the writer tells its Owner, with the body bytes the
+// client was actually sent; the Connection then ends the request (finish_request.hpp).
 //
 // Timeouts: any send that makes no progress for timeouts.send fails, and the connection is
 // broken from then on (broken()): nothing more is sent on it.
@@ -22,7 +21,7 @@
 
 #include "runtime/io_driver.hpp"
 #include "server/handler/connection_work.hpp"
-#include "server/handler/static_handler.hpp"
+#include "server/handler/reply.hpp"
 #include "server/http/response.hpp"
 #include "server/net/server_context.hpp"
 
@@ -30,15 +29,21 @@ namespace weft::http {
 
 class ResponseWriter {
  public:
-  /// Called once per response, when its bytes are sent or never will be; `body_sent` is
-  /// how many of its body's bytes went out.
-  using Finish = void (*)(void* owner, const Outgoing& response, uint64_t body_sent);
+  /// Who hears of each response's end (the Connection; a test).
+  class Owner {
+   public:
+    /// Called once per response, when its bytes are sent or never will be; `body_sent` is
+    /// how many of its body's bytes went out.
+    virtual void on_finished(const Outgoing& response, uint64_t body_sent) = 0;
+
+   protected:
+    ~Owner() = default;
+  };
 
   /// Writes to socket `fd` of client `peer` (its address text, for log lines; it outlives
-  /// the writer) under `token`'s cancellation; `finish(owner, ...)` hears of each response's end.
-  ResponseWriter(ServerContext& ctx, int fd, const char* peer, rt::CancelToken& token,
-                 Finish finish, void* owner)
-      : ctx_(ctx), fd_(fd), peer_(peer), token_(token), finish_(finish), owner_(owner) {}
+  /// the writer) under `token`'s cancellation; `owner` hears of each response's end.
+  ResponseWriter(ServerContext& ctx, int fd, const char* peer, rt::CancelToken& token, Owner& owner)
+      : ctx_(ctx), fd_(fd), peer_(peer), token_(token), owner_(owner) {}
 
   /// Uses `w`'s queue from now on (null: none; the queue must then be empty).
   void attach(ConnectionWork* w) { work_ = w; }
@@ -56,17 +61,6 @@ class ResponseWriter {
 
   /// Returns whether a send failed (the peer is gone or stuck): nothing more goes out.
   bool broken() const { return broken_; }
-
-  /// Writes the status line, Server, Date and the Connection field a head starts with.
-  static void begin_head(ServerContext& ctx, HeadBuffer& h, int status, bool close,
-                         const Request* req);
-
-  /// Writes a whole error response (head, then the page) that closes the connection into
-  /// `h`, for a client turned away without a writer (over limits.max_connections).
-  static void build_refusal(ServerContext& ctx, int status, HeadBuffer& h);
-
-  /// Writes the whole head for `reply` into `h` (check h.overflowed()).
-  void build_head(HeadBuffer& h, const Reply& reply, const Request* req, bool close) const;
 
  private:
   // A body copied into the arena behind its head when it is at most this long: one
@@ -86,15 +80,11 @@ class ResponseWriter {
   // read would only cost more reads per byte.
   static constexpr uint64_t kMinColdPiece = 16 * 1024;
 
-  static void error_fields(HeadBuffer& h, int status);
   bool queue(const Outgoing& o, std::string_view head, const char* body, FileRef hold);
   void finish_sent(uint64_t sent, bool ok);
   // Empties the slices and the arena, dropping the references that held cached bytes.
   void clear_slices();
   bool stream(const Reply& reply, std::string_view head, const RequestNote& note);
-  // Writes a file reply's representation fields (Content-Type, Content-Encoding, validators,
-  // Accept-Ranges, Vary).
-  static void append_file_fields(HeadBuffer& h, const Reply& reply);
   // Sends the body of a multipart 206: each part's head, then its bytes; then the end.
   bool send_parts(const Reply& reply, uint64_t* sent);
   // Sends bytes in memory (framing, a cached file's slice); adds what went out to *sent.
@@ -128,8 +118,7 @@ class ResponseWriter {
   int fd_;
   const char* peer_;
   rt::CancelToken& token_;
-  Finish finish_;
-  void* owner_;
+  Owner& owner_;
   ConnectionWork* work_ = nullptr;
   bool broken_ = false;
 };

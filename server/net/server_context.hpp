@@ -1,5 +1,6 @@
-// ServerContext: what every connection of one running server shares, set up by run_server
-// before the first connection and torn down after the last.
+// ServerContext: what every connection of one configuration generation shares, made by the
+// Server (server.cpp) for each configuration it loads (at start and at each reload) before
+// its first connection, and freed after its last.
 //
 // Connections register in a per-server list so shutdown can reach them: idle ones are
 // closed at once, busy ones finish their response (draining), and at the end of the grace
@@ -18,18 +19,19 @@
 #include "runtime/latch.hpp"
 #include "runtime/semaphore.hpp"
 #include "server/core/config.hpp"
+#include "server/core/processor.hpp"
 #include "server/files/fd_cache.hpp"
 #include "server/handler/connection_work.hpp"
 #include "server/http/http_date.hpp"
 #include "server/http/mime_map.hpp"
 #include "server/net/connection_slots.hpp"
+#include "server/ops/metrics.hpp"
 #include "server/site/site_context.hpp"
 #include "server/site/vhost.hpp"
 
 namespace weft::http {
 
 class AccessLog;
-class Metrics;
 class Connection;
 
 /// Pooled per-processor resources: connection working state, splice pipes and the cold
@@ -131,6 +133,9 @@ struct ServerContext {
   /// Opens every site's root and makes its fd cache, the fd budget's `cache_entries` split
   /// between them and fd_cache.max_bytes counted for all together; returns "" or what failed.
   std::string open_sites(Metrics* metrics, std::size_t cache_entries);
+
+  /// Returns the calling fiber's processor's handle on the metrics (a no-op without).
+  ProcessorMetrics processor_metrics() const { return {metrics.get(), processor_index()}; }
 
   /// Returns the pool of the calling fiber's processor.
   ResourcePool& pool();

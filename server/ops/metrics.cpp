@@ -1,4 +1,4 @@
-// Sharded counters and their Prometheus text exposition (format 0.0.4).
+// Per-processor counters and their Prometheus text exposition (format 0.0.4).
 #include "server/ops/metrics.hpp"
 
 #include <algorithm>
@@ -15,7 +15,7 @@ namespace {
 // The statuses a table covers; anything at or above is "other" without a lookup.
 constexpr int kStatusLimit = 600;
 
-// Status -> index into Shard::requests, built at compile time: one load on the hot path.
+// Status -> index into Counters::requests, built at compile time: one load on the hot path.
 constexpr auto kStatusIndex = [] {
   std::array<std::uint8_t, kStatusLimit> index{};
   index.fill(static_cast<std::uint8_t>(kStatusCodes.size()));
@@ -118,11 +118,11 @@ void append_sample(std::string& out, const Family& f, std::uint64_t v) {
 
 }  // namespace
 
-Metrics::Metrics(unsigned shards)
-    : count_(std::max(shards, 1u)), shards_(std::make_unique<Shard[]>(count_)) {}
+Metrics::Metrics(unsigned processors)
+    : count_(std::max(processors, 1u)), counters_(std::make_unique<Counters[]>(count_)) {}
 
-void Metrics::on_request(unsigned index, int status, uint64_t bytes_sent) {
-  Shard& s = shard(index);
+void Metrics::on_request(unsigned processor, int status, uint64_t bytes_sent) {
+  Counters& s = counters_of(processor);
   const std::size_t code = status >= 0 && status < kStatusLimit
                                ? kStatusIndex[static_cast<std::size_t>(status)]
                                : kOther;
@@ -130,39 +130,39 @@ void Metrics::on_request(unsigned index, int status, uint64_t bytes_sent) {
   s.response_bytes.fetch_add(bytes_sent, std::memory_order_relaxed);
 }
 
-void Metrics::on_connection_open(unsigned index) {
-  shard(index).connections_opened.fetch_add(1, std::memory_order_relaxed);
+void Metrics::on_connection_open(unsigned processor) {
+  counters_of(processor).connections_opened.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Metrics::on_connection_close(unsigned index) {
-  shard(index).connections_closed.fetch_add(1, std::memory_order_relaxed);
+void Metrics::on_connection_close(unsigned processor) {
+  counters_of(processor).connections_closed.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Metrics::on_fd_cache(unsigned index, bool hit) {
-  Shard& s = shard(index);
+void Metrics::on_fd_cache(unsigned processor, bool hit) {
+  Counters& s = counters_of(processor);
   (hit ? s.fd_cache_hits : s.fd_cache_misses).fetch_add(1, std::memory_order_relaxed);
 }
 
-void Metrics::on_rejected_connection(unsigned index) {
-  shard(index).connections_rejected.fetch_add(1, std::memory_order_relaxed);
+void Metrics::on_rejected_connection(unsigned processor) {
+  counters_of(processor).connections_rejected.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Metrics::on_shed_connection(unsigned index) {
-  shard(index).connections_shed.fetch_add(1, std::memory_order_relaxed);
+void Metrics::on_shed_connection(unsigned processor) {
+  counters_of(processor).connections_shed.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Metrics::on_listen_pause(unsigned index, unsigned queued) {
-  Shard& s = shard(index);
+void Metrics::on_listen_pause(unsigned processor, unsigned queued) {
+  Counters& s = counters_of(processor);
   s.listen_pauses.fetch_add(1, std::memory_order_relaxed);
   s.connections_shed.fetch_add(queued, std::memory_order_relaxed);
 }
 
-void Metrics::on_gate_close(unsigned index) {
-  shard(index).gate_closes.fetch_add(1, std::memory_order_relaxed);
+void Metrics::on_gate_close(unsigned processor) {
+  counters_of(processor).gate_closes.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Metrics::on_body_range(unsigned index, bool resident, uint64_t cold_bytes) {
-  Shard& s = shard(index);
+void Metrics::on_body_range(unsigned processor, bool resident, uint64_t cold_bytes) {
+  Counters& s = counters_of(processor);
   (resident ? s.body_resident : s.body_cold).fetch_add(1, std::memory_order_relaxed);
   if (cold_bytes > 0) s.body_cold_bytes.fetch_add(cold_bytes, std::memory_order_relaxed);
 }
@@ -183,7 +183,7 @@ std::string Metrics::render() const {
   uint64_t bytes = 0, opened = 0, closed = 0, rejected = 0, shed = 0, pauses = 0, gates = 0,
            hits = 0, misses = 0, resident = 0, cold = 0, cold_bytes = 0;
   for (unsigned i = 0; i < count_; ++i) {
-    const Shard& s = shards_[i];
+    const Counters& s = counters_[i];
     for (std::size_t c = 0; c < kCodes; ++c)
       requests[c] += s.requests[c].load(std::memory_order_relaxed);
     bytes += s.response_bytes.load(std::memory_order_relaxed);
@@ -213,8 +213,9 @@ std::string Metrics::render() const {
     }
   }
   append_sample(out, kResponseBytes, bytes);
-  // Shards are read one after another, so a close may be counted without its open (made on
-  // another shard, read earlier); the gauge is clamped rather than shown negative.
+  // Processors' counters are read one after another, so a close may be counted without its
+  // open (made on another processor's, read earlier); the gauge is clamped rather than shown
+  // negative.
   append_sample(out, kConnectionsOpen, opened > closed ? opened - closed : 0);
   append_sample(out, kConnections, opened);
   append_sample(out, kRejected, rejected);

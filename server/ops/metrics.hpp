@@ -1,15 +1,15 @@
 // weft::http::Metrics: the server's counters, and their Prometheus text exposition.
 //
-// Counters live in shards, one per processor, each on its own cache lines; a processor adds
-// to its own shard with relaxed atomic adds, so the hot path never shares a line with
-// another processor, and render() sums the shards. The shard count N is fixed at
-// construction; callers pass their processor index (0..N-1). Any thread may add to any
-// shard (the adds are atomic, so sums stay exact; only speed suffers), and an index of N or
-// more is folded into range.
+// Counters live in one block per processor, each on its own cache lines; a processor adds
+// to its own block with relaxed atomic adds, so the hot path never shares a line with
+// another processor, and render() sums the blocks. The processor count N is fixed at
+// construction; callers name their processor (0..N-1), most through ProcessorMetrics. Any
+// thread may add to any block (the adds are atomic, so sums stay exact; only speed
+// suffers), and an index of N or more is folded into range.
 //
 // Threads: the on_* counters are for any thread, at any time. add_gauge() and render() may
 // be called from any thread too (they share a mutex; render() calls the gauge callbacks
-// under it, so a callback must not call add_gauge()). Sums are read shard by shard, not as
+// under it, so a callback must not call add_gauge()). Sums are read block by block, not as
 // one snapshot, so a scrape that races with requests may count a request in
 // weft_requests_total and not yet in weft_response_bytes_total.
 //
@@ -46,39 +46,39 @@ namespace weft::http {
 
 class Metrics {
  public:
-  /// Makes zeroed counters in `shards` shards (0 is taken as 1).
-  explicit Metrics(unsigned shards);
+  /// Makes zeroed counters for `processors` processors (0 is taken as 1).
+  explicit Metrics(unsigned processors);
 
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
   /// Counts one answered request with its status and the bytes sent for it.
-  void on_request(unsigned shard, int status, uint64_t bytes_sent);
+  void on_request(unsigned processor, int status, uint64_t bytes_sent);
 
   /// Counts one accepted connection.
-  void on_connection_open(unsigned shard);
+  void on_connection_open(unsigned processor);
 
-  /// Counts one closed connection (any shard: it need not be the one that opened it).
-  void on_connection_close(unsigned shard);
+  /// Counts one closed connection (on any processor: it need not be the one that opened it).
+  void on_connection_close(unsigned processor);
 
   /// Counts one fd cache lookup, a hit or a miss.
-  void on_fd_cache(unsigned shard, bool hit);
+  void on_fd_cache(unsigned processor, bool hit);
 
   /// Counts one connection answered 503 because limits.max_connections were open.
-  void on_rejected_connection(unsigned shard);
+  void on_rejected_connection(unsigned processor);
 
   /// Counts one connection reset at accept because the server was overloaded.
-  void on_shed_connection(unsigned shard);
+  void on_shed_connection(unsigned processor);
 
   /// Counts one overload pause of a listener, and the `queued` connections it reset.
-  void on_listen_pause(unsigned shard, unsigned queued);
+  void on_listen_pause(unsigned processor, unsigned queued);
 
   /// Counts one closing of a listener's admission gate (limits.queue_target).
-  void on_gate_close(unsigned shard);
+  void on_gate_close(unsigned processor);
 
   /// Counts one file body range sent by io.body = "auto": resident (sendfile inline) or
   /// cold, with the bytes it read.
-  void on_body_range(unsigned shard, bool resident, uint64_t cold_bytes);
+  void on_body_range(unsigned processor, bool resident, uint64_t cold_bytes);
 
   /// Adds a gauge family `name` read by calling `read` at each render(); throws
   /// std::invalid_argument when `name` is not a valid metric name or is already taken.
@@ -88,13 +88,13 @@ class Metrics {
   std::string render() const;
 
  private:
-  // Index of a status in the shard's table: kStatusCodes' order, then "other".
+  // Index of a status in a block's table: kStatusCodes' order, then "other".
   static constexpr std::size_t kOther = kStatusCodes.size();
   static constexpr std::size_t kCodes = kStatusCodes.size() + 1;
 
   // 128-byte alignment: x86's adjacent-line prefetcher pulls 64-byte lines in pairs, so
-  // two shards must not share a 128-byte block.
-  struct alignas(128) Shard {
+  // two processors' counters must not share a 128-byte block.
+  struct alignas(128) Counters {
     std::array<std::atomic<uint64_t>, kCodes> requests{};
     std::atomic<uint64_t> response_bytes{0};
     std::atomic<uint64_t> connections_opened{0};
@@ -116,12 +116,55 @@ class Metrics {
     std::function<double()> read;
   };
 
-  Shard& shard(unsigned index) const { return shards_[index < count_ ? index : index % count_]; }
+  Counters& counters_of(unsigned processor) const {
+    return counters_[processor < count_ ? processor : processor % count_];
+  }
 
   const unsigned count_;
-  const std::unique_ptr<Shard[]> shards_;
+  const std::unique_ptr<Counters[]> counters_;
   mutable std::mutex gauges_mutex_;
   std::vector<Gauge> gauges_;
+};
+
+/// One processor's handle on a server's Metrics, which the server may not keep (metrics
+/// off): each on_* counts on that processor's counters, or does nothing. Two words, made
+/// where an event is counted (ServerContext::processor_metrics()).
+class ProcessorMetrics {
+ public:
+  ProcessorMetrics(Metrics* metrics, unsigned processor) : m_(metrics), p_(processor) {}
+
+  /// Metrics::on_request, on_connection_open ... on this processor; nothing without Metrics.
+  void on_request(int status, uint64_t bytes_sent) const {
+    if (m_) m_->on_request(p_, status, bytes_sent);
+  }
+  void on_connection_open() const {
+    if (m_) m_->on_connection_open(p_);
+  }
+  void on_connection_close() const {
+    if (m_) m_->on_connection_close(p_);
+  }
+  void on_fd_cache(bool hit) const {
+    if (m_) m_->on_fd_cache(p_, hit);
+  }
+  void on_rejected_connection() const {
+    if (m_) m_->on_rejected_connection(p_);
+  }
+  void on_shed_connection() const {
+    if (m_) m_->on_shed_connection(p_);
+  }
+  void on_listen_pause(unsigned queued) const {
+    if (m_) m_->on_listen_pause(p_, queued);
+  }
+  void on_gate_close() const {
+    if (m_) m_->on_gate_close(p_);
+  }
+  void on_body_range(bool resident, uint64_t cold_bytes) const {
+    if (m_) m_->on_body_range(p_, resident, cold_bytes);
+  }
+
+ private:
+  Metrics* m_;
+  unsigned p_;
 };
 
 }  // namespace weft::http

@@ -139,7 +139,7 @@ TEST_F(StaticHandlerTest, PreconditionsAndRanges) {
          [](const Reply& r, ConnectionWork&) {
            EXPECT_EQ(r.kind, Reply::Kind::not_modified);
            EXPECT_EQ(r.status, 304);
-           EXPECT_NE(r.file->validator_fields().find("ETag: "), std::string_view::npos);
+           EXPECT_NE(r.file->fields.validators().find("ETag: "), std::string_view::npos);
          });
   EXPECT_EQ(status_of("GET /hello.txt HTTP/1.1\r\nHost: x\r\nIf-Match: \"other\"\r\n\r\n"), 412);
   answer("GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=6-\r\n\r\n",
@@ -195,7 +195,7 @@ TEST_F(StaticHandlerTest, MaxRangesLimitsTheRanges) {
   answer("GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=100-\r\n\r\n",
          [](const Reply& r, ConnectionWork&) {
            EXPECT_EQ(r.status, 200);
-           EXPECT_NE(r.file->headers.find("Accept-Ranges: none\r\n"), std::string::npos);
+           EXPECT_NE(r.file->fields.text.find("Accept-Ranges: none\r\n"), std::string::npos);
          });
 }
 

@@ -25,18 +25,15 @@ namespace {
 using std::chrono::milliseconds;
 
 struct Loopback {
-  int listener = -1;
+  int listener = open_listener({"127.0.0.1", 0, false}, 64, false);
+  AdmissionGate gate{listener};
   sockaddr_in addr{};
 
   Loopback() {
-    listener = open_listener({"127.0.0.1", 0, false}, 64, false);
     socklen_t len = sizeof addr;
     ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
   }
-  ~Loopback() {
-    AdmissionGate::forget(listener);
-    ::close(listener);
-  }
+  ~Loopback() { ::close(listener); }
 
   // Starts a non-blocking connect; returns the socket.
   int start_connect() const {
@@ -56,12 +53,13 @@ struct Loopback {
   }
 };
 
-// Makes the gate of `fd` measure a service rate of 100 accepts per window (1,000/s) from
+// Makes `gate` measure a service rate of 100 accepts per window (1,000/s) from
 // `t0`, with `queued` connections waiting at every accept (a standing queue when not 0), and
 // steers it once more at t0 + kWindow; returns what that last call did.
-int steer_at_rate(int fd, unsigned queued, rt::Duration target, rt::TimePoint t0 = rt::now()) {
-  for (int i = 0; i < 100; ++i) AdmissionGate::steer(fd, queued, target, t0);
-  return AdmissionGate::steer(fd, queued, target, t0 + AdmissionGate::kWindow);
+int steer_at_rate(AdmissionGate& gate, unsigned queued, rt::Duration target,
+                  rt::TimePoint t0 = rt::now()) {
+  for (int i = 0; i < 100; ++i) gate.steer(queued, target, t0);
+  return gate.steer(queued, target, t0 + AdmissionGate::kWindow);
 }
 
 TEST(AdmissionGate, ClosesPastTheTargetAndDropsOnlyNewHandshakes) {
@@ -77,8 +75,8 @@ TEST(AdmissionGate, ClosesPastTheTargetAndDropsOnlyNewHandshakes) {
   ASSERT_GE(served, 0);
 
   // 1,000 queued at 1,000 accepts/s: a second's wait predicted, past a 500 ms target.
-  EXPECT_EQ(steer_at_rate(lo.listener, 1000, milliseconds(500)), 1);
-  EXPECT_TRUE(AdmissionGate::is_closed(lo.listener));
+  EXPECT_EQ(steer_at_rate(lo.gate, 1000, milliseconds(500)), 1);
+  EXPECT_TRUE(lo.gate.is_closed());
 
   int refused = lo.start_connect();
   EXPECT_FALSE(Loopback::connected(refused, 300)) << "a handshake went through a closed gate";
@@ -96,8 +94,8 @@ TEST(AdmissionGate, ClosesPastTheTargetAndDropsOnlyNewHandshakes) {
   EXPECT_GE(late, 0);
 
   // Open again: the dropped client's retransmitted SYN (1 s later) and new ones get in.
-  EXPECT_TRUE(AdmissionGate::open(lo.listener));
-  EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
+  EXPECT_TRUE(lo.gate.open());
+  EXPECT_FALSE(lo.gate.is_closed());
   int fresh = lo.start_connect();
   EXPECT_TRUE(Loopback::connected(fresh, 5000));
   EXPECT_TRUE(Loopback::connected(refused, 5000)) << "the retransmitted SYN was not let in";
@@ -108,29 +106,29 @@ TEST(AdmissionGate, OpensUnderHalfTheTargetNotBefore) {
   Loopback lo;
   const auto target = milliseconds(500);
   const rt::TimePoint t0 = rt::now();
-  EXPECT_EQ(steer_at_rate(lo.listener, 600, target, t0), 1);        // 600 queued: ~600 ms predicted
-  const rt::TimePoint t = t0 + AdmissionGate::kWindow;              // the same window
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 400, target, t), 0);  // ~400 ms: still closed
-  EXPECT_TRUE(AdmissionGate::is_closed(lo.listener));
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 200, target, t), -1);  // ~200 ms: opens
-  EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
+  EXPECT_EQ(steer_at_rate(lo.gate, 600, target, t0), 1);  // 600 queued: ~600 ms predicted
+  const rt::TimePoint t = t0 + AdmissionGate::kWindow;    // the same window
+  EXPECT_EQ(lo.gate.steer(400, target, t), 0);            // ~400 ms: still closed
+  EXPECT_TRUE(lo.gate.is_closed());
+  EXPECT_EQ(lo.gate.steer(200, target, t), -1);  // ~200 ms: opens
+  EXPECT_FALSE(lo.gate.is_closed());
 }
 
 TEST(AdmissionGate, ClosesOnlyOnAQueueThatStandsForAWindow) {
   Loopback lo;
   const auto target = milliseconds(500);
   const rt::TimePoint t0 = rt::now();
-  EXPECT_EQ(steer_at_rate(lo.listener, 0, target, t0), 0);  // ~1,000/s, nothing queued
+  EXPECT_EQ(steer_at_rate(lo.gate, 0, target, t0), 0);  // ~1,000/s, nothing queued
   const rt::TimePoint t = t0 + AdmissionGate::kWindow;
   // A burst: 600 queued (~600 ms predicted) that drains within the window stays in.
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 600, target, t), 0);
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 600, target, t + milliseconds(50)), 0);
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 0, target, t + milliseconds(60)), 0);
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 600, target, t + milliseconds(99)), 0);
-  EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
+  EXPECT_EQ(lo.gate.steer(600, target, t), 0);
+  EXPECT_EQ(lo.gate.steer(600, target, t + milliseconds(50)), 0);
+  EXPECT_EQ(lo.gate.steer(0, target, t + milliseconds(60)), 0);
+  EXPECT_EQ(lo.gate.steer(600, target, t + milliseconds(99)), 0);
+  EXPECT_FALSE(lo.gate.is_closed());
   // Queued at every look for a whole window since (t + 99 ms): a standing queue, closed.
   const rt::TimePoint later = t + milliseconds(99) + AdmissionGate::kWindow;
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 600, target, later), 1);
+  EXPECT_EQ(lo.gate.steer(600, target, later), 1);
 }
 
 TEST(AdmissionGate, ABurstAfterAnIdleSpellDoesNotClose) {
@@ -139,49 +137,49 @@ TEST(AdmissionGate, ABurstAfterAnIdleSpellDoesNotClose) {
   const rt::TimePoint t0 = rt::now();
   // Sparse traffic: one accept every 50 ms measures 20/s, which is arrivals, not service.
   for (int i = 0; i <= 20; ++i) {
-    AdmissionGate::steer(lo.listener, 0, target, t0 + i * milliseconds(50));
+    lo.gate.steer(0, target, t0 + i * milliseconds(50));
   }
   // An idle second, then a burst: 40 queued would predict 2 s at 20/s, and
   // far more at the rate an idle window measures. The stale window leaves the rate unknown,
   // and the burst drains before it stands: nothing closes.
   const rt::TimePoint burst = t0 + milliseconds(2000);
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 40, target, burst), 0);
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 20, target, burst + milliseconds(1)), 0);
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 0, target, burst + milliseconds(2)), 0);
-  EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
+  EXPECT_EQ(lo.gate.steer(40, target, burst), 0);
+  EXPECT_EQ(lo.gate.steer(20, target, burst + milliseconds(1)), 0);
+  EXPECT_EQ(lo.gate.steer(0, target, burst + milliseconds(2)), 0);
+  EXPECT_FALSE(lo.gate.is_closed());
 }
 
 TEST(AdmissionGate, SampledSteeringReadsTheQueueAtMostOncePerSample) {
   Loopback lo;
   const auto target = milliseconds(1);
   const rt::TimePoint t0 = rt::now();
-  EXPECT_EQ(steer_at_rate(lo.listener, 0, target, t0), 0);  // about 1,000 accepts/s measured
+  EXPECT_EQ(steer_at_rate(lo.gate, 0, target, t0), 0);  // about 1,000 accepts/s measured
   int a = lo.start_connect();
   int b = lo.start_connect();
   while (accept_queue_length(lo.listener) < 2) std::this_thread::sleep_for(milliseconds(1));
   // Two queued at 500-1,000/s predict 2-4 ms, past the 1 ms target. The first sample sees
   // the queue; within kSample of it nothing is read; a window later it stands, and closes.
   const rt::TimePoint t = t0 + AdmissionGate::kWindow;
-  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, t), 0);
-  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, t + AdmissionGate::kSample / 2), 0);
+  EXPECT_EQ(lo.gate.steer_sampled(target, t), 0);
+  EXPECT_EQ(lo.gate.steer_sampled(target, t + AdmissionGate::kSample / 2), 0);
   const rt::TimePoint stands = t + AdmissionGate::kWindow;
-  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, stands), 1);
-  EXPECT_TRUE(AdmissionGate::open(lo.listener));
+  EXPECT_EQ(lo.gate.steer_sampled(target, stands), 1);
+  EXPECT_TRUE(lo.gate.open());
   // Within kSample of that read the queue is not read again: no decision, the gate stays open.
   const rt::TimePoint half = stands + AdmissionGate::kSample / 2;
-  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, half), 0);
-  EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
+  EXPECT_EQ(lo.gate.steer_sampled(target, half), 0);
+  EXPECT_FALSE(lo.gate.is_closed());
   // A sample later it is, and the same queue closes the gate again.
   const rt::TimePoint next = stands + AdmissionGate::kSample;
-  EXPECT_EQ(AdmissionGate::steer_sampled(lo.listener, target, next), 1);
+  EXPECT_EQ(lo.gate.steer_sampled(target, next), 1);
   for (int fd : {a, b}) ::close(fd);
 }
 
 TEST(AdmissionGate, NoDecisionBeforeARateIsMeasured) {
   Loopback lo;
   // The first window has not ended: however long the queue, the gate stays open.
-  EXPECT_EQ(AdmissionGate::steer(lo.listener, 100000, milliseconds(1), rt::now()), 0);
-  EXPECT_FALSE(AdmissionGate::is_closed(lo.listener));
+  EXPECT_EQ(lo.gate.steer(100000, milliseconds(1), rt::now()), 0);
+  EXPECT_FALSE(lo.gate.is_closed());
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "runtime/io_driver.hpp"
 #include "runtime/scheduler.hpp"
 #include "server/files/page_cache.hpp"
+#include "server/handler/response_head.hpp"
 #include "server/http/multipart.hpp"
 #include "server/http/status.hpp"
 #include "server/ops/metrics.hpp"
@@ -72,7 +73,8 @@ class ResponseWriterTest : public ::testing::Test {
     ctx_ = &ctx;
     ConnectionWork work(config_, 4096);
     runtime.run([&] {
-      ResponseWriter w(ctx, fds_[0], "peer", token_, &ResponseWriterTest::on_finished, this);
+      Recorder recorder(finished_);
+      ResponseWriter w(ctx, fds_[0], "peer", token_, recorder);
       w.attach(&work);
       fn(w, work);
       w.abandon();
@@ -102,9 +104,14 @@ class ResponseWriterTest : public ::testing::Test {
     return at == std::string::npos ? 0 : std::stoull(text.substr(at + name.size()));
   }
 
-  static void on_finished(void* self, const Outgoing& o, uint64_t body_sent) {
-    static_cast<ResponseWriterTest*>(self)->finished_.push_back({o.status, body_sent});
-  }
+  // Records each finished response, in order, into finished_.
+  struct Recorder final : ResponseWriter::Owner {
+    explicit Recorder(std::vector<Finished>& into) : into_(into) {}
+    void on_finished(const Outgoing& o, uint64_t body_sent) override {
+      into_.push_back({o.status, body_sent});
+    }
+    std::vector<Finished>& into_;
+  };
 
   // A file entry for `content` (kept in memory when `cached`, else sent from its fd).
   FileRef file_of(const std::string& content, bool cached) {
@@ -137,11 +144,7 @@ class ResponseWriterTest : public ::testing::Test {
     e->size = content.size();
     e->etag = make_etag(1, 0, content.size());
     e->content_type = "application/octet-stream";
-    e->headers = "Content-Type: application/octet-stream\r\n";
-    e->validators_at = e->headers.size();
-    e->headers.append("ETag: ").append(e->etag.view()).append("\r\n");
-    e->validators_end = e->headers.size();
-    e->headers.append("Accept-Ranges: bytes\r\n");
+    e->fields.build(e->content_type, e->etag.view(), 0, /*mtime_strong=*/false, /*ranges=*/true);
     return FileRef(e);
   }
 
@@ -285,9 +288,10 @@ TEST_F(ResponseWriterTest, AVariantsHeadHasTheOriginalsTypeItsCodingItsTagAndVar
   not_modified.kind = Reply::Kind::not_modified;
   not_modified.status = 304;
   HeadBuffer h, h304;
-  run([&](ResponseWriter& w, ConnectionWork&) {
-    w.build_head(h, r, nullptr, false);
-    w.build_head(h304, not_modified, nullptr, false);
+  run([&](ResponseWriter&, ConnectionWork& work) {
+    const HeadOrigin origin{ctx_->config.server_name, ctx_->dates};
+    build_head(h, origin, r, nullptr, false, work);
+    build_head(h304, origin, not_modified, nullptr, false, work);
   });
   EXPECT_NE(h.view().find("\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\n"
                           "ETag: \"1-2-gz\"\r\nAccept-Ranges: bytes\r\n"
