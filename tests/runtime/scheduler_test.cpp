@@ -699,7 +699,13 @@ StrandWaits timer_lateness() {
 TEST(IdleProcessors, TimerFiresWhileItsProcessorIsHeld) {
   StrandWaits w = timer_lateness();
   if (!judgeable(w)) GTEST_SKIP() << "the kernel's timers were late by (us) " << show(w.kernel);
-  EXPECT_LE(median(w.fiber), median(w.kernel) + kTimerSlackUs)
+  // As in expect_not_stranded: on a loaded machine the firing processor's wake-up and the
+  // sleeper's switch each wait for a CPU as well (medians of 3.3 and 4.5 ms against the
+  // kernel's 0.1 ms were seen with three processors on two busy cores), so up to kHold / 6
+  // is allowed; a timer stuck behind its held processor is late by about kHold.
+  const int64_t slack =
+      std::max(kTimerSlackUs, std::chrono::duration_cast<microseconds>(kHold).count() / 6);
+  EXPECT_LE(median(w.fiber), median(w.kernel) + slack)
       << "sleeper late by (us): " << show(w.fiber)
       << "; the kernel's own sleeper late by (us): " << show(w.kernel);
 }
