@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "runtime/cancel.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/io_driver.hpp"
 

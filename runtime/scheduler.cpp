@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runtime/io_driver.hpp"
+#include "runtime/io_driver_internal.hpp"
 #include "runtime/waiter.hpp"
 
 namespace weft::rt {

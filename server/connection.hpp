@@ -24,8 +24,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "runtime/cancel.hpp"
 #include "runtime/clock.hpp"
-#include "runtime/io_driver.hpp"
 #include "server/file_entry.hpp"
 #include "server/response_writer.hpp"
 #include "server/server_context.hpp"

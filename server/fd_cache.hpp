@@ -40,7 +40,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/io_driver.hpp"
+#include <sys/stat.h>
+
+#include "runtime/cancel.hpp"
 #include "runtime/spinlock.hpp"
 #include "runtime/waiter.hpp"
 #include "server/change_watch.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/io_driver.hpp"
+#include "runtime/cancel.hpp"
 #include "server/config.hpp"
 #include "server/connection.hpp"
 #include "server/server_context.hpp"

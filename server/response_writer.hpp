@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "runtime/io_driver.hpp"
+#include "runtime/cancel.hpp"
 #include "server/connection_work.hpp"
 #include "server/response.hpp"
 #include "server/server_context.hpp"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/io_driver.hpp"
+#include "runtime/cancel.hpp"
 #include "runtime/latch.hpp"
 #include "runtime/semaphore.hpp"
 #include "server/config.hpp"
