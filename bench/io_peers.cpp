@@ -26,6 +26,7 @@
 
 #include "runtime/fiber.hpp"
 #include "runtime/io.hpp"
+#include "runtime/io_driver_internal.hpp"
 #include "runtime/scheduler.hpp"
 #include "runtime/waiter.hpp"
 

@@ -4,7 +4,8 @@
 // poll() does pending work without blocking, park(timeout) blocks until unpark(), an event
 // of the driver's own (an I/O completion), or the timeout; unpark() may be called from any
 // thread and is never lost (an unpark before park makes that park return at once).
-// The I/O drivers (io_uring, epoll) extend this with operations; see io_driver.hpp.
+// The I/O drivers (io_uring, epoll) extend this with operations; see IoDriver
+// (io_driver_internal.hpp).
 #pragma once
 
 #include <cstdint>

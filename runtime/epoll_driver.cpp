@@ -36,7 +36,7 @@
 
 #include "runtime/file_workers.hpp"
 #include "runtime/io.hpp"
-#include "runtime/io_driver.hpp"
+#include "runtime/io_driver_internal.hpp"
 #include "runtime/io_epoch.hpp"
 #include "runtime/scheduler.hpp"
 #include "runtime/timer.hpp"
@@ -160,7 +160,7 @@ class EpollDriver final : public IoDriver {
     while (true) {
       if (r.token && r.token->cancelled()) return -ECANCELED;
       if (wait) {
-        ReadyWait w;
+        ReadyState w;
         w.recv = &r;
         const int64_t events = current()->wait_ready(w, r.fd, POLLIN, r.deadline, r.token);
         if (events < 0) return events;
@@ -182,7 +182,7 @@ class EpollDriver final : public IoDriver {
 
   // Makes the receive that reaped wait `w` is for (see do_recv); leaves -EAGAIN in
   // w.received when there was nothing after all, for the fiber to wait again.
-  static void receive_now(ReadyWait& w) {
+  static void receive_now(ReadyState& w) {
     const IoRequest& r = *w.recv;
     const SocketIoArgs& a = r.args.socket;
     ssize_t n;
@@ -200,7 +200,7 @@ class EpollDriver final : public IoDriver {
   }
 
   struct FdWait {
-    ReadyWait* wait = nullptr;
+    ReadyState* wait = nullptr;
     uint32_t gen = 0;
   };
 
@@ -226,7 +226,7 @@ class EpollDriver final : public IoDriver {
   void forget(int fd) { reg(fd).state = Reg::none; }
 
   // Returns whether w's own registration is the one armed under its descriptor's number.
-  bool owns_registration(const ReadyWait& w) {
+  bool owns_registration(const ReadyState& w) {
     const RegEntry& e = reg(w.fd);
     return e.state == Reg::armed && e.slot == w.slot;
   }
@@ -325,12 +325,12 @@ class EpollDriver final : public IoDriver {
 
   // Parks until fd is ready for events, the deadline, or a cancel; returns revents or -errno.
   int64_t wait_ready(int fd, short events, TimePoint deadline, CancelToken* token) {
-    ReadyWait w;
+    ReadyState w;
     return wait_ready(w, fd, events, deadline, token);
   }
 
   // wait_ready() in `w`, the caller's (which may name a receive to make: see do_recv).
-  int64_t wait_ready(ReadyWait& w, int fd, short events, TimePoint deadline, CancelToken* token) {
+  int64_t wait_ready(ReadyState& w, int fd, short events, TimePoint deadline, CancelToken* token) {
     // on_complete unset: the completion wakes this fiber
     w.io.reset(this, token);
     w.io.waiter.bind_current();
@@ -341,8 +341,9 @@ class EpollDriver final : public IoDriver {
     return w.io.result;
   }
 
-  int arm_ready(ReadyWait& r, int fd, short events, TimePoint deadline, CancelToken* token,
+  int arm_ready(ReadyWait& wait, int fd, short events, TimePoint deadline, CancelToken* token,
                 ReadyWait::Callback fn, void* arg) override {
+    ReadyState& r = ReadyState::of(wait);
     r.io.reset(this, token);
     r.io.on_complete = [](IoWait* w) { finish_ready(*w->ready); };
     r.recv = nullptr;  // a callback's fiber makes its own receive
@@ -352,7 +353,7 @@ class EpollDriver final : public IoDriver {
   }
 
   // Registers w with epoll (and its deadline with this processor's timers).
-  int arm(ReadyWait& w, int fd, short events, TimePoint deadline) {
+  int arm(ReadyState& w, int fd, short events, TimePoint deadline) {
     w.io.ready = &w;
     w.driver = this;
     w.done = false;
@@ -390,7 +391,7 @@ class EpollDriver final : public IoDriver {
       // The callback only queues the completion, like a cancel: fire_due touches the entry
       // after its callback returns, and a completed wait's owner may free it at once.
       w.timer.on_fire = [](void* a) {
-        auto* rw = static_cast<ReadyWait*>(a);
+        auto* rw = static_cast<ReadyState*>(a);
         rw->fired = true;
         rw->driver->queue_cancel(&rw->io);
       };
@@ -402,7 +403,7 @@ class EpollDriver final : public IoDriver {
 
   // Owner thread: ends a wait (event, timeout or cancel) and wakes its fiber or starts its
   // callback.
-  void complete(ReadyWait* w, int64_t result, bool by_event) {
+  void complete(ReadyState* w, int64_t result, bool by_event) {
     if (w->done) return;
     w->done = true;
     if (by_event && w->recv) receive_now(*w);  // before the duplicate (if any) closes
@@ -435,7 +436,7 @@ class EpollDriver final : public IoDriver {
     }
   }
 
-  uint32_t alloc_slot(ReadyWait* w) {
+  uint32_t alloc_slot(ReadyState* w) {
     uint32_t i;
     if (!free_.empty()) {
       i = free_.back();
@@ -459,7 +460,7 @@ class EpollDriver final : public IoDriver {
     int n = 0;
     for (IoWait* w = take_cancels(); w; ++n) {
       IoWait* next = w->next_cancel;
-      ReadyWait* rw = w->ready;
+      ReadyState* rw = w->ready;
       bool timed_out = rw->fired && !(w->token() && w->token()->cancelled());
       complete(rw, timed_out ? -ETIMEDOUT : -ECANCELED, false);
       w = next;

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/io_driver_internal.hpp"
 #include "runtime/scheduler.hpp"
 
 namespace weft::rt::io {

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "runtime/cancel.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/io_driver.hpp"
 
@@ -41,8 +42,8 @@ int64_t recv(int fd, void* buf, std::size_t len, int flags = 0, TimePoint deadli
 /// Like recv, where the caller has just read all there was and answered it, so the next bytes
 /// are not there yet: the epoll backend waits for readiness before the first try, which
 /// saves the recv that would fail. io_uring tries first as recv does: there the failed try is
-/// no system call of its own, and a poll first measured 9% fewer keep-alive requests per
-/// CPU-second (docs/benchmarks.md).
+/// no system call of its own, and a poll first cost about 9% of the keep-alive requests per
+/// CPU-second.
 int64_t recv_when_ready(int fd, void* buf, std::size_t len, int flags = 0,
                         TimePoint deadline = kNoDeadline, CancelToken* token = nullptr);
 

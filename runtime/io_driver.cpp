@@ -1,13 +1,12 @@
 // The backend-independent half of the I/O drivers: cancellation hand-off, and choosing
 // io_uring or epoll at start.
-#include "runtime/io_driver.hpp"
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include <liburing.h>
@@ -15,11 +14,21 @@
 #include <unistd.h>
 
 #include "runtime/file_workers.hpp"
+#include "runtime/io_driver_internal.hpp"
 #include "runtime/scheduler.hpp"
 
 namespace weft::rt {
 
-// --- CancelToken / IoWait -------------------------------------------------------------
+// --- CancelToken / ReadyWait / IoWait --------------------------------------------------
+
+static_assert(sizeof(ReadyState) <= sizeof(ReadyWait) && alignof(ReadyState) <= alignof(ReadyWait),
+              "ReadyWait's storage must hold a ReadyState");
+static_assert(std::is_trivially_destructible_v<ReadyState>,
+              "ReadyWait has no destructor: its state must need none");
+
+ReadyWait::ReadyWait() {
+  new (state_) ReadyState{};
+}
 
 void CancelToken::cancel() {
   // The drivers are woken after the lock is released: an unpark is a system call (and may
@@ -105,7 +114,7 @@ void IoDriver::mark_completed(IoWait* w) {
   w->cancel_queued = false;
 }
 
-void IoDriver::finish_ready(ReadyWait& r) {
+void IoDriver::finish_ready(ReadyState& r) {
   if (r.has_timer) TimerHeap::cancel(&r.timer);  // owner thread: it cannot be firing now
   r.io.end();
   int64_t res = r.io.result;

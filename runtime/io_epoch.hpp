@@ -7,7 +7,7 @@
 // a small keep-alive response here. Instead: one process-wide counter, the epoch, which a
 // looker advances (advance_io_epoch()) just before it looks; and a stamp per fiber, which the
 // I/O drivers set after every operation that takes bytes in (a receive, an accept, a stream
-// read: receives() in io_driver.hpp) to the epoch as read once its result was there
+// read: receives() in io_driver_internal.hpp) to the epoch as read once its result was there
 // (io_uring: as its completion is reaped; epoll: after the system call that produced it, and
 // a receive that waited for readiness is made by the driver as it reaps the event).
 // A look whose ticket is greater than a fiber's stamp therefore began after everything that

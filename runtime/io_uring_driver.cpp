@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "runtime/io_driver.hpp"
+#include "runtime/io_driver_internal.hpp"
 #include "runtime/io_epoch.hpp"
 #include "runtime/scheduler.hpp"
 #include "runtime/timer.hpp"
@@ -228,8 +228,9 @@ class IoUringDriver final : public IoDriver {
     io_uring_sqe_set_data64(sqe, kIgnoreTag);
   }
 
-  int arm_ready(ReadyWait& r, int fd, short events, TimePoint deadline, CancelToken* token,
+  int arm_ready(ReadyWait& wait, int fd, short events, TimePoint deadline, CancelToken* token,
                 ReadyWait::Callback fn, void* arg) override {
+    ReadyState& r = ReadyState::of(wait);
     r.io.reset(this, token);
     r.io.ready = &r;
     r.io.on_complete = [](IoWait* w) { finish_ready(*w->ready); };
@@ -248,7 +249,7 @@ class IoUringDriver final : public IoDriver {
       r.has_timer = true;
       r.timer.deadline_ns = to_ns(deadline);
       r.timer.on_fire = [](void* a) {
-        auto* rw = static_cast<ReadyWait*>(a);
+        auto* rw = static_cast<ReadyState*>(a);
         rw->fired = true;
         rw->driver->queue_cancel(&rw->io);
       };

@@ -97,8 +97,9 @@ struct RuntimeOptions {
   unsigned processors = 0;  // 0: one per online CPU
   bool pin = false;         // pin processor i to the i-th allowed CPU
   std::size_t stack_size = 64 * 1024;
-  // Slow-path rounds before parking. 100 suits a client such as weft-load; the server's
-  // default is 20 (runtime.spin, measured: docs/benchmarks.md, "Idle spin").
+  // Slow-path rounds before parking. 100 suits lone round trips (a client such as
+  // weft-load); the server's default is 20 (runtime.spin), since its idle rounds cost CPU
+  // per reply under partial load and bought no throughput.
   unsigned spin = 100;
   // How long a ready fiber may wait on a busy processor before another busy processor takes
   // it (see "Helping"). Picked: ten times a loaded queue's usual wait, far under a

@@ -37,7 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/io_driver.hpp"
+#include "runtime/cancel.hpp"
 
 struct inotify_event;
 

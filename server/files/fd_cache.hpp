@@ -37,7 +37,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/io_driver.hpp"
+#include "runtime/cancel.hpp"
 #include "server/core/config.hpp"
 #include "server/files/file_entry.hpp"
 

@@ -24,8 +24,9 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "runtime/cancel.hpp"
 #include "runtime/clock.hpp"
-#include "runtime/io_driver.hpp"
+#include "runtime/cancel.hpp"
 #include "server/files/file_entry.hpp"
 #include "server/net/response_writer.hpp"
 #include "server/net/server_context.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/io_driver.hpp"
+#include "runtime/cancel.hpp"
 #include "server/core/config.hpp"
 #include "server/net/admission_gate.hpp"
 #include "server/net/connection.hpp"

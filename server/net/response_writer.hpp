@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "runtime/io_driver.hpp"
+#include "runtime/cancel.hpp"
 #include "server/handler/connection_work.hpp"
 #include "server/handler/reply.hpp"
 #include "server/http/response.hpp"

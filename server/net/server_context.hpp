@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/io_driver.hpp"
+#include "runtime/cancel.hpp"
 #include "runtime/latch.hpp"
 #include "runtime/semaphore.hpp"
 #include "server/core/config.hpp"

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/io_driver_internal.hpp"
 #include "runtime/io_epoch.hpp"
 #include "runtime/latch.hpp"
 #include "runtime/scheduler.hpp"
