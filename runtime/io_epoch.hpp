@@ -2,7 +2,7 @@
 // shared state.
 //
 // A cache that must never serve anything older than the request asking for it (the fd cache
-// with inotify, server/fd_cache.hpp) has to know whether it read its change queue after the
+// with inotify, server/files/fd_cache.hpp) has to know whether it read its change queue after the
 // request's bytes arrived. A system call per request would tell, but costs about a tenth of
 // a small keep-alive response here. Instead: one process-wide counter, the epoch, which a
 // looker advances (advance_io_epoch()) just before it looks; and a stamp per fiber, which the
