@@ -165,7 +165,9 @@ bool TlsContext::add_server_names(const std::vector<std::string>& names, const T
 }
 
 SSL* TlsContext::new_session() const {
-  return SSL_new(default_);
+  SSL* ssl = SSL_new(default_);
+  if (ssl) SSL_set_accept_state(ssl);
+  return ssl;
 }
 
 SSL_CTX* TlsContext::context_for(const char* server_name) const {

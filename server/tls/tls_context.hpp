@@ -43,7 +43,8 @@ class TlsContext {
   bool add_server_names(const std::vector<std::string>& names, const TlsSettings& s,
                         std::string& error);
 
-  /// Returns a new server-side session (the caller frees it with SSL_free), or nullptr.
+  /// Returns a new server-side session, in accept state (the caller frees it with SSL_free,
+  /// or hands it to a TlsStream), or nullptr.
   SSL* new_session() const;
 
   /// Returns the context chosen for `server_name` (the default for an unknown or empty name).

@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 
 #include "runtime/io.hpp"
-#include "server/tls/tls_context.hpp"
 
 namespace weft::http {
 namespace {
@@ -35,15 +34,12 @@ constexpr std::size_t kKeepOutput = 32 * 1024;
 
 }  // namespace
 
-TlsStream::TlsStream(const TlsContext& ctx, int fd) : ssl_(ctx.new_session()), fd_(fd) {
+TlsStream::TlsStream(SSL* session, int fd) : ssl_(session), fd_(fd) {
   in_ = BIO_new(BIO_s_mem());
   out_ = BIO_new(BIO_s_mem());
   // An empty input buffer means "not yet", not end of stream: the library then asks for more.
   BIO_set_mem_eof_return(in_, -1);
-  if (ssl_) {
-    SSL_set_bio(ssl_, in_, out_);
-    SSL_set_accept_state(ssl_);
-  }
+  if (ssl_) SSL_set_bio(ssl_, in_, out_);
 }
 
 TlsStream::~TlsStream() {

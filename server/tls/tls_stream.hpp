@@ -1,4 +1,5 @@
-// TlsStream: one TLS session over a connected socket, on the runtime's I/O.
+// TlsStream: one TLS session over a connected socket, on the runtime's I/O: the server's side
+// of a connection (TlsContext::new_session) or weft-load's client side.
 //
 // OpenSSL runs on memory buffers (two memory BIOs), never on the socket: the ciphertext goes
 // in and out through rt::io's recv and send, so on io_uring the session's socket I/O is in the
@@ -20,12 +21,11 @@
 
 namespace weft::http {
 
-class TlsContext;
-
 class TlsStream {
  public:
-  /// Starts a server-side session of `ctx` on the connected socket `fd` (not owned).
-  TlsStream(const TlsContext& ctx, int fd);
+  /// Runs `session` (owned; its accept or connect state set) on the connected socket `fd`
+  /// (not owned). A null session (no memory) makes every call fail with -ENOMEM.
+  TlsStream(SSL* session, int fd);
   ~TlsStream();
   TlsStream(const TlsStream&) = delete;
   TlsStream& operator=(const TlsStream&) = delete;
@@ -43,7 +43,8 @@ class TlsStream {
   int64_t write_all(const void* buf, std::size_t len, rt::TimePoint deadline,
                     rt::CancelToken* token = nullptr);
 
-  /// Sends close_notify, waiting for the socket no longer than `deadline`.
+  /// Sends close_notify, waiting for the socket no longer than `deadline` (a session ended
+  /// without it cannot be resumed).
   void close_notify(rt::TimePoint deadline);
 
   /// Returns the negotiated version ("TLSv1.3"), valid after the handshake.
@@ -54,6 +55,9 @@ class TlsStream {
 
   /// Returns whether the handshake resumed an earlier session (a ticket or the cache).
   bool resumed() const;
+
+  /// Returns the OpenSSL session (for a client keeping it to resume).
+  SSL* session() const { return ssl_; }
 
  private:
   // Moves the records OpenSSL wrote into the output BIO to the socket.

@@ -99,7 +99,7 @@ class TlsStreamTest : public ::testing::TestWithParam<rt::IoBackendKind> {
         int fd = rt::io::accept(listener_, nullptr, nullptr, rt::now() + 10s);
         ASSERT_GE(fd, 0);
         {
-          TlsStream tls(*ctx_, fd);
+          TlsStream tls(ctx_->new_session(), fd);
           serve(tls);
         }
         rt::io::close(fd);
