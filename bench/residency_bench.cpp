@@ -1,5 +1,5 @@
 // residency_bench: the cost of asking whether a file range is in the page cache, for the
-// body path of io.body = "auto" (server/page_cache.hpp). Each way is timed on a cached file
+// body path of io.body = "auto" (server/files/page_cache.hpp). Each way is timed on a cached file
 // of 64 KiB and of 1 MiB, whole-file ranges, against a pread of the same range as the scale
 // (docs/benchmarks.md, "Cold files"). Usage: residency_bench [--quick]
 #include <chrono>
@@ -17,7 +17,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "server/page_cache.hpp"
+#include "server/files/page_cache.hpp"
 
 namespace {
 

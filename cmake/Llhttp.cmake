@@ -16,5 +16,5 @@ target_include_directories(llhttp SYSTEM PUBLIC ${LLHTTP_INCLUDE_DIR})
 set_target_properties(llhttp PROPERTIES C_STANDARD 99 POSITION_INDEPENDENT_CODE ON)
 target_compile_options(llhttp PRIVATE -w)
 # Strict mode: llhttp 8.1 otherwise takes any byte after a CR as its LF ("\r\n\rX" ends a
-# head), a smuggling vector; see server/request_parser.hpp.
+# head), a smuggling vector; see server/http/request_parser.hpp.
 target_compile_definitions(llhttp PUBLIC LLHTTP_STRICT_MODE=1)

@@ -11,7 +11,7 @@
 # Every path is decided when installing, so an install under any prefix is whole: the
 # configuration and the unit are written then (WeftInstallLayout.cmake), naming that prefix's
 # files. weft finds etc/weft/weft.toml and share/weft/ next to its own binary
-# (server/config.cpp), falling back to the paths of the configured prefix, so an installed weft
+# (server/core/config.cpp), falling back to the paths of the configured prefix, so an installed weft
 # runs with no arguments wherever it was installed.
 
 install(TARGETS weft weft-load RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -4,7 +4,7 @@
 # and the systemd unit naming that prefix's bin/weft, so an install under any prefix is whole.
 #
 # The configuration folder follows GNUInstallDirs' rule, which weft's own lookup follows too
-# (installed_config_dir in server/config.cpp): /etc/weft for the /usr prefix, /etc/opt/X/weft
+# (installed_config_dir in server/core/config.cpp): /etc/weft for the /usr prefix, /etc/opt/X/weft
 # for /opt/X, else PREFIX/etc/weft; an absolute CMAKE_INSTALL_SYSCONFDIR is taken as it is.
 #
 # Expects: WEFT_SOURCE_DIR, WEFT_BINARY_DIR, WEFT_SYSCONFDIR_SETTING, WEFT_DATADIR_SETTING and

@@ -34,10 +34,10 @@
 #include <string_view>
 #include <vector>
 
-#include "server/conditional.hpp"
-#include "server/http_date.hpp"
-#include "server/range.hpp"
-#include "server/request.hpp"
+#include "server/http/conditional.hpp"
+#include "server/http/http_date.hpp"
+#include "server/http/range.hpp"
+#include "server/http/request.hpp"
 
 namespace {
 

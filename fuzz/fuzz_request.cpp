@@ -30,12 +30,12 @@
 #include <string_view>
 #include <vector>
 
-#include "server/accept_encoding.hpp"
-#include "server/conditional.hpp"
-#include "server/config.hpp"
-#include "server/path.hpp"
-#include "server/range.hpp"
-#include "server/request_parser.hpp"
+#include "server/core/config.hpp"
+#include "server/http/accept_encoding.hpp"
+#include "server/http/conditional.hpp"
+#include "server/http/path.hpp"
+#include "server/http/range.hpp"
+#include "server/http/request_parser.hpp"
 
 namespace {
 

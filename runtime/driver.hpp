@@ -34,6 +34,10 @@ class Driver {
   /// the number of events handled.
   virtual int poll() = 0;
 
+  /// Returns whether poll() costs a system call even when nothing is ready (epoll), so an
+  /// idle processor's spin rounds should not each call it; io_uring's reads a ring in memory.
+  virtual bool poll_makes_a_system_call() const { return false; }
+
   /// Owner thread: blocks until unpark(), an event, or timeout_ns (< 0: no limit) passed.
   virtual void park(int64_t timeout_ns) = 0;
 

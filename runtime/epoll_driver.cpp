@@ -76,6 +76,8 @@ class EpollDriver final : public IoDriver {
     return wait_events(0);
   }
 
+  bool poll_makes_a_system_call() const override { return true; }
+
   void park(int64_t timeout_ns) override {
     // A completed cancel or timeout made a fiber ready: look for events, do not sleep.
     wait_events(flush_cancels() > 0 ? 0 : timeout_ns);

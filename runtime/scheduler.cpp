@@ -113,6 +113,7 @@ Processor::Processor(Runtime& rt, unsigned index, std::unique_ptr<Driver> driver
       index_(index),
       driver_(std::move(driver)),
       io_driver_(dynamic_cast<IoDriver*>(driver_.get())),
+      polls_by_system_call_(driver_->poll_makes_a_system_call()),
       rng_(0x9E3779B97F4A7C15ull * (index + 1)) {}
 
 Processor::~Processor() = default;
@@ -296,6 +297,10 @@ Fiber* Processor::pick_fast() {
 
 void Processor::poll_events() {
   driver_->poll();
+  fire_due_timers();
+}
+
+void Processor::fire_due_timers() {
   round_time_ = now();
   clock_ = cycles();
   int64_t t = to_ns(round_time_);
@@ -326,7 +331,15 @@ Fiber* Processor::find_work() {
     if (rt_.stopping()) return nullptr;
     Fiber* f = pick_fast();
     if (!f) {
-      poll_events();
+      // Only the first round asks a driver whose poll is a system call (epoll): twenty
+      // spin rounds made twenty epoll_pwait2 calls before each sleep, 27 per session at
+      // 300 sessions/s, where the sleep's own blocking wait returns as soon as an event
+      // comes. The later rounds still look at the clock's timers and the other queues.
+      if (spins == 0 || !polls_by_system_call_) {
+        poll_events();
+      } else {
+        fire_due_timers();
+      }
       if (rt_.procs_.size() > 1) fire_others_timers(to_ns(round_time_));
       f = pick_fast();
     }

@@ -165,6 +165,8 @@ class Processor {
   [[noreturn]] void exit_current();
   /// Polls the driver and fires due timers without blocking.
   void poll_events();
+  /// Reads the clock and fires this processor's due timers (poll_events without the driver).
+  void fire_due_timers();
   /// Returns the time of this processor's last poll (see coarse_now()).
   TimePoint round_time() const { return round_time_; }
   /// Runs the action the previously running fiber left (first thing a fresh fiber does).
@@ -198,6 +200,7 @@ class Processor {
   unsigned index_;
   std::unique_ptr<Driver> driver_;
   IoDriver* io_driver_;
+  bool polls_by_system_call_;  // driver_->poll_makes_a_system_call(), asked once
   ExecContext sched_ctx_;
   Fiber* current_ = nullptr;
   // The LIFO slot: owner exchanges; a thief may take it when it sat there while the owner

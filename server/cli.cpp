@@ -11,6 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "server/config_file.hpp"
+
 #include "weft_version.hpp"
 
 namespace weft::http {

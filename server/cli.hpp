@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "server/config.hpp"
+#include "server/core/config.hpp"
 
 namespace weft::http {
 

@@ -7,8 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "server/cli.hpp"
-#include "server/config.hpp"
-#include "server/log.hpp"
+#include "server/config_file.hpp"
+#include "server/ops/log.hpp"
 #include "server/server.hpp"
 
 int main(int argc, char** argv) {

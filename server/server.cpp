@@ -23,13 +23,13 @@
 #include "runtime/io.hpp"
 #include "runtime/scheduler.hpp"
 #include "runtime/semaphore.hpp"
-#include "server/access_log.hpp"
-#include "server/admission_gate.hpp"
-#include "server/fd_budget.hpp"
-#include "server/listener.hpp"
-#include "server/log.hpp"
-#include "server/metrics.hpp"
-#include "server/server_context.hpp"
+#include "server/config_file.hpp"
+#include "server/files/fd_budget.hpp"
+#include "server/net/listener.hpp"
+#include "server/net/server_context.hpp"
+#include "server/ops/access_log.hpp"
+#include "server/ops/log.hpp"
+#include "server/ops/metrics.hpp"
 
 #include "weft_version.hpp"
 
@@ -414,14 +414,16 @@ void Server::spawn_acceptors(rt::CancelToken& stop, std::vector<rt::FiberHandle>
   unsigned rounds = config_.reuseport ? 1 : runtime_->processors();
   for (unsigned i = 0; i < rounds; ++i) {
     for (const auto& l : listeners_) {
-      out.push_back(rt::spawn([this, fd = l.fd, &stop] { accept_loop(current_, fd, stop); },
-                              {.name = "acceptor"}));
+      out.push_back(
+          rt::spawn([this, l, &stop] { accept_loop(current_, l, stop); }, {.name = "acceptor"}));
     }
   }
   if (metrics_fd_ >= 0) {
-    out.push_back(rt::spawn(
-        [this, fd = metrics_fd_, &stop] { accept_loop(current_, fd, stop, Site::metrics); },
-        {.name = "metrics"}));
+    out.push_back(rt::spawn([this,
+                             l = Listener{config_.metrics_listen, metrics_fd_,
+                                          std::make_shared<ListenerAdmission>(metrics_fd_)},
+                             &stop] { accept_loop(current_, l, stop, Site::metrics); },
+                            {.name = "metrics"}));
   }
 }
 
@@ -575,10 +577,7 @@ void Server::serve() {
     trimmer.join();
     live_->stop_housekeeping();
     for (auto& a : acceptors) a.join();
-    for (auto& l : listeners_) {
-      AdmissionGate::forget(l.fd);
-      ::close(std::exchange(l.fd, -1));
-    }
+    for (auto& l : listeners_) ::close(std::exchange(l.fd, -1));
     if (metrics_fd_ >= 0) ::close(std::exchange(metrics_fd_, -1));
     drain();
   });

@@ -42,9 +42,9 @@
 #include <vector>
 
 #include "runtime/scheduler.hpp"
-#include "server/config.hpp"
-#include "server/listener.hpp"
-#include "server/server_context.hpp"
+#include "server/core/config.hpp"
+#include "server/net/listener.hpp"
+#include "server/net/server_context.hpp"
 
 namespace weft::http {
 

@@ -16,8 +16,8 @@
 #   (also nginx-deferred: NGINX with `listen ... deferred`, TCP_DEFER_ACCEPT).
 #   WEFT=BINARY: another weft build; WEFT_SERVER='TOML lines' added to weft's [server] section
 #   and WEFT_EXTRA='TOML lines' (whole sections) appended to its configuration (printf %b);
-#   WEFT_B=BINARY adds a second weft ("weft-b", io_uring) for an A/B, with WEFT_B_SERVER as
-#   its [server] lines instead of WEFT_SERVER's. WEFT_FD_CACHE / WEFT_B_FD_CACHE: lines for
+#   WEFT_B=BINARY adds a second weft ("weft-b", io_uring, or WEFT_B_BACKEND) for an A/B, with
+#   WEFT_B_SERVER as its [server] lines instead of WEFT_SERVER's. WEFT_FD_CACHE / WEFT_B_FD_CACHE: lines for
 #   the [fd_cache] section the same way (e.g. 'valid = "5s"', the staleness NGINX is given).
 # Needs build/release and www-fixtures/generated/small (www-fixtures/generate.py).
 set -euo pipefail
@@ -72,7 +72,7 @@ CONF
 }
 weft_conf "${port[weft]}" io_uring "${WEFT_SERVER:-}" "${WEFT_FD_CACHE:-}" > "$work/weft.toml"
 weft_conf "${port[weft-epoll]}" epoll "${WEFT_SERVER:-}" "${WEFT_FD_CACHE:-}" > "$work/weft-epoll.toml"
-weft_conf "${port[weft-b]}" io_uring "${WEFT_B_SERVER-${WEFT_SERVER:-}}" \
+weft_conf "${port[weft-b]}" "${WEFT_B_BACKEND:-io_uring}" "${WEFT_B_SERVER-${WEFT_SERVER:-}}" \
   "${WEFT_B_FD_CACHE-${WEFT_FD_CACHE:-}}" > "$work/weft-b.toml"
 mkdir -p "$work/nginx"
 cat > "$work/nginx/nginx.conf" <<CONF

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/vhost.hpp"
+#include "server/site/vhost.hpp"
 
 namespace weft::http {
 namespace {

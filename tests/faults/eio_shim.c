@@ -13,7 +13,7 @@
 // go through the ring, and only sendfile (which has no io_uring opcode) is a plain call.
 //
 // One call passes untouched: a one-byte preadv2 with RWF_NOWAIT, which is how weft asks
-// whether a page is in the page cache (server/page_cache.cpp), not a read of a body; on a
+// whether a page is in the page cache (server/files/page_cache.cpp), not a read of a body; on a
 // real failing disk a cached page answers it without touching the disk.
 //
 // Environment (unset WEFT_FAULT_PATH: the shim does nothing):

@@ -12,14 +12,14 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include "server/access_log.hpp"
-#include "server/conditional.hpp"
-#include "server/http_date.hpp"
-#include "server/mime_map.hpp"
-#include "server/path.hpp"
-#include "server/range.hpp"
-#include "server/request_parser.hpp"
-#include "server/status.hpp"
+#include "server/http/conditional.hpp"
+#include "server/http/http_date.hpp"
+#include "server/http/mime_map.hpp"
+#include "server/http/path.hpp"
+#include "server/http/range.hpp"
+#include "server/http/request_parser.hpp"
+#include "server/http/status.hpp"
+#include "server/ops/access_log.hpp"
 
 namespace {
 thread_local bool counting = false;

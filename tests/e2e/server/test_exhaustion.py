@@ -285,7 +285,7 @@ class Exhaustion:
         # limits.max_queue_wait (a stale queue is reset: tests/e2e/server/test_overload.py);
         # here it is to be served once descriptors free up.
         # An explicit max_connections far past the descriptor limit: unset, it would be sized
-        # to the limit (server/fd_budget.hpp) and weft would answer 503 before running out.
+        # to the limit (server/files/fd_budget.hpp) and weft would answer 503 before running out.
         # Nor the admission gate: while weft cannot accept, the queue's predicted wait is
         # endless, and the gate would drop the handshakes this test wants queued.
         # And defer_accept off: the holders connect and send nothing, which the kernel would

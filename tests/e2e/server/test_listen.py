@@ -1,4 +1,4 @@
-"""Listening sockets (server/listener.cpp): weft never joins a SO_REUSEPORT group that
+"""Listening sockets (server/net/listener.cpp): weft never joins a SO_REUSEPORT group that
 another process opened. Without the check a second weft, or any process listening with
 SO_REUSEPORT as the same user, started on a port in use would silently take part of the
 first one's connections. And server.defer_accept (TCP_DEFER_ACCEPT): connections reach weft

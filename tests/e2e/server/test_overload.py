@@ -1,4 +1,4 @@
-"""Overload admission (server/listener.cpp): a listen queue that went stale is reset and the
+"""Overload admission (server/net/listener.cpp): a listen queue that went stale is reset and the
 listener pauses, instead of serving clients that waited past limits.max_queue_wait; with the
 limit off, the same queue is served in full.
 

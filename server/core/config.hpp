@@ -1,0 +1,198 @@
+// weft::http::Config: the server's whole configuration as a plain struct.
+//
+// The handler, listener and runtime read this struct and nothing else; parsing (TOML file,
+// command-line overrides) lives in server/config_file.cpp and server/cli.cpp. Every resource limit
+// is a named field with its documented default here and in conf/weft.toml. Durations are
+// milliseconds, sizes bytes.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/io_backend.hpp"
+
+namespace weft::http {
+
+/// One address to listen on, as written ("127.0.0.1:8080", "[::1]:8080", "*:8080").
+struct ListenAddress {
+  std::string host;  // numeric IPv4 or IPv6 text; "0.0.0.0" / "::" for the wildcard
+  uint16_t port = 0;
+  bool ipv6 = false;
+
+  /// Returns the address as "host:port", with brackets around an IPv6 host.
+  std::string to_string() const;
+};
+
+/// Parses "HOST:PORT", "[V6]:PORT", "*:PORT" or "PORT"; returns nullopt when malformed.
+std::optional<ListenAddress> parse_listen_address(std::string_view text);
+
+using IoBackend = rt::IoBackendKind;  // io.backend
+enum class BodyPath { automatic, splice, sendfile };
+enum class SymlinkPolicy { follow, inside_root, deny };
+enum class AccessLogFormat { combined, json };
+enum class Revalidation { statx, inotify };
+enum class Precompressed { off, on, always };   // server.precompressed, like gzip_static
+enum class LingeringClose { on, always, off };  // server.lingering_close, like NGINX's
+
+/// One [[headers]] rule as written: fields added to responses whose path matches `source`.
+struct HeaderRuleConfig {
+  std::string source;                                    // a glob (glob.hpp)
+  std::vector<std::pair<std::string, std::string>> set;  // name, value; in file order
+  bool always = false;  // every status, not only those NGINX's add_header covers
+  std::string origin;   // "FILE:LINE:COL" of the rule, for weft -T
+};
+
+/// One [[redirects]] rule as written: a path matching `source` is sent to `destination`.
+struct RedirectRuleConfig {
+  std::string source;       // a glob; its captures are $1, $2 ... in the destination
+  std::string destination;  // a path or an absolute URL
+  int status = 301;         // 301, 302, 303, 307 or 308
+  std::string origin;
+};
+
+/// The pages a site answers with instead of the built-in ones (server.fallback_page,
+/// server.error_pages): normalised paths under the site's root.
+struct SitePages {
+  std::string fallback;                    // "": none
+  std::map<int, std::string> error_pages;  // status -> page
+};
+
+/// One [[vhosts]] table: a site chosen by the Host header. Unset optional keys take the
+/// [server] values; the rest belong to the vhost alone.
+struct VhostConfig {
+  std::string host;  // lower case: "b.test", or "*.b.test" for any name under b.test
+  std::filesystem::path root;
+  std::optional<std::vector<std::string>> index;
+  std::optional<bool> directory_listing;
+  std::optional<Precompressed> precompressed;
+  SitePages pages;
+  std::vector<HeaderRuleConfig> headers;
+  std::vector<RedirectRuleConfig> redirects;
+  std::string origin;
+};
+
+using Millis = std::chrono::milliseconds;
+using Micros = std::chrono::microseconds;
+
+struct Config {
+  std::filesystem::path source;  // the file this came from; empty for built-in defaults
+  // Where each key set explicitly came from ("section.key" -> "FILE:LINE:COL" or "--root"),
+  // for weft -T; a key absent here has its built-in default (or is sized, below).
+  std::map<std::string, std::string, std::less<>> origins;
+  // Set by parse_config and builtin_config when the key was not given: the server sizes
+  // these two from RLIMIT_NOFILE (size_from_fd_limit in fd_budget.hpp) instead of warning
+  // that the defaults do not fit. A Config built in code keeps its values as they are.
+  bool max_connections_auto = false;
+  bool fd_cache_max_entries_auto = false;
+
+  // [server]
+  std::vector<ListenAddress> listen{{"127.0.0.1", 8080, false}};
+  std::filesystem::path root = ".";
+  std::vector<std::string> index{"index.html"};
+  bool directory_listing = false;
+  SymlinkPolicy symlinks = SymlinkPolicy::inside_root;
+  std::string server_name = "weft";
+  std::filesystem::path mime_types;  // empty: /etc/mime.types
+  std::string default_type = "application/octet-stream";
+  int backlog = 511;
+  bool reuseport = true;       // one SO_REUSEPORT socket per processor and address, else one shared
+  bool accept_bare_lf = true;  // a lone LF ends a line of the head (RFC 9112 §2.2); false: 400
+  Precompressed precompressed = Precompressed::off;  // f.br / f.gz next to f
+  std::filesystem::path pid_file;  // written at start, removed at exit (weft -s); empty: none
+  LingeringClose lingering_close = LingeringClose::on;  // see conf/weft.toml
+  bool defer_accept = true;  // TCP_DEFER_ACCEPT on the listeners (see conf/weft.toml)
+  SitePages pages;           // fallback_page, error_pages
+
+  // [[headers]], [[redirects]] (of the default site) and [[vhosts]]
+  std::vector<HeaderRuleConfig> headers;
+  std::vector<RedirectRuleConfig> redirects;
+  std::vector<VhostConfig> vhosts;
+
+  // [runtime]
+  unsigned processors = 0;  // 0: one per online CPU
+  bool pin_processors = false;
+  std::size_t stack_size = 64 * 1024;
+  unsigned spin = 20;     // see conf/weft.toml
+  Micros help_age{100};   // 0: processors take work from each other only when they run dry
+  Millis pool_idle{500};  // pooled stacks and buffers unused this long go back; 0: never
+
+  // [io]
+  IoBackend backend = IoBackend::automatic;
+  unsigned iowq_bounded = 4;
+  unsigned iowq_unbounded = 4;
+  unsigned ring_entries = 1024;
+  BodyPath body = BodyPath::automatic;
+  std::size_t pipe_size = 64 * 1024;
+  std::size_t cold_read_size = 128 * 1024;
+  bool cold_offload = true;
+
+  // [limits]
+  std::size_t max_header_bytes = 8 * 1024;
+  std::size_t max_uri_bytes = 4 * 1024;
+  unsigned max_headers = 100;
+  std::size_t max_body_bytes = 64 * 1024;
+  unsigned max_connections = 10000;
+  unsigned accept_batch = 1;    // see conf/weft.toml
+  Millis max_queue_wait{1000};  // 0: never shed; see conf/weft.toml
+  Millis queue_target{500};     // the admission gate (see conf/weft.toml); 0: no gate
+  unsigned max_requests_per_connection = 1000;
+  std::size_t max_linger_bytes = 64 * 1024;  // read and dropped after the last response
+  unsigned fd_reserve = 64;                  // descriptors kept for everything but clients
+  unsigned max_ranges = 16;  // range-specs in one Range; more: the whole file (0: no ranges)
+  unsigned max_listing_entries = 10000;  // entries one directory listing reads; more: cut
+
+  // [timeouts]
+  Millis timeouts_header{10'000};
+  Millis timeouts_keepalive{75'000};
+  Millis timeouts_send{60'000};
+  Millis timeouts_shutdown_grace{10'000};
+  Millis timeouts_linger{500};  // lingering close: how long the client's late bytes are read
+  Millis timeouts_active_wait{
+      100};  // a kept-alive connection keeps its fiber this long, then idles
+
+  // [fd_cache]
+  bool fd_cache = true;
+  unsigned fd_cache_max_entries = 10000;
+  std::size_t fd_cache_max_bytes = 64 * 1024 * 1024;
+  std::size_t fd_cache_max_file_bytes = 16 * 1024;
+  Millis fd_cache_valid{0};         // 0: never serve a changed file (see fd_cache.hpp)
+  Millis fd_cache_errors_valid{0};  // for failures inotify does not cover
+  Millis fd_cache_inactive{60'000};
+  Revalidation fd_cache_revalidate = Revalidation::inotify;
+
+  // [log]
+  std::string log_level = "info";
+  std::string error_log = "stderr";  // "stderr", "stdout" or a file path
+  std::string access_log = "off";    // "off", "stdout", "stderr" or a file path
+  AccessLogFormat access_format = AccessLogFormat::combined;
+
+  // [metrics]
+  bool metrics = false;
+  ListenAddress metrics_listen{"127.0.0.1", 9100, false};
+};
+
+/// A configuration that cannot be used; what() names the file, line and key.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Parses "10s", "250ms", "2m", "1h" (or a bare number of seconds); nullopt when malformed.
+/// "500us" parses too, rounded to the nearest millisecond.
+std::optional<Millis> parse_duration(std::string_view text);
+
+/// parse_duration to the microsecond, for the keys that take one ("100us").
+std::optional<Micros> parse_duration_us(std::string_view text);
+
+/// Parses "512", "64k", "16m", "1g" (binary units); nullopt when malformed.
+std::optional<std::size_t> parse_size(std::string_view text);
+
+}  // namespace weft::http

@@ -1,0 +1,109 @@
+// Connection: one client connection, served by one fiber from accept to close.
+//
+// The loop: parse what the buffer holds (llhttp through RequestParser); when a request is
+// complete, ask the static handler for its Reply and give that to the ResponseWriter; drop
+// the request's bytes and go on with a pipelined successor, or receive more. Responses to
+// pipelined requests are queued and sent together when the buffer holds no further complete
+// request. on_finished() runs once per response, after its bytes are sent (or the sending
+// failed), and ends the request (finish_request.hpp).
+//
+// Timeouts: a request head must arrive within timeouts.header of its first byte (else 408);
+// an idle keep-alive connection is closed after timeouts.keepalive; any send that makes no
+// progress for timeouts.send ends the connection.
+//
+// Threads: the fiber owns everything here; shutdown (another fiber) only calls drain() and
+// cancel(), which touch the atomic idle flag and the cancel token.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "runtime/clock.hpp"
+#include "runtime/io_driver.hpp"
+#include "server/files/file_entry.hpp"
+#include "server/net/response_writer.hpp"
+#include "server/net/server_context.hpp"
+
+namespace weft::http {
+
+/// A peer's address as text ("127.0.0.1", "::1"; "-" for any other family).
+using PeerText = char[INET6_ADDRSTRLEN];
+
+/// Writes the address of `peer` into `out` and returns it.
+const char* format_peer(const sockaddr_storage& peer, PeerText& out);
+
+/// What a listener serves: the site (static files), or the metrics endpoint.
+enum class Site : std::uint8_t { files, metrics };
+
+class Connection final : private ResponseWriter::Owner {
+ public:
+  /// Takes ownership of the accepted socket `fd` from `peer` to serve `site`, in a slot the
+  /// caller took for it (ctx.slots.take()), given back when it closes. Make it with new: it
+  /// deletes itself when it closes.
+  Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, Site site = Site::files);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Serves `c` on the calling fiber until it closes (then deletes it, also when serving
+  /// throws) or goes idle (then a readiness wait owns it and starts a new fiber when the
+  /// client sends again).
+  static void start(Connection* c);
+
+  /// Shutdown: closes the connection now if it is idle; a busy one closes after its
+  /// response. Any thread.
+  void drain();
+
+  /// Ends the connection's I/O at once (the grace period ran out). Any thread.
+  void cancel() { token_.cancel(); }
+
+  Connection* prev = nullptr;  // registry links, guarded by ServerContext::registry_mu
+  Connection* next = nullptr;
+  ConnectionSlots::Links slot;  // the idle list's links, guarded by ConnectionSlots
+
+ private:
+  enum class Outcome { closed, idle };
+
+  static void on_ready(void* arg, int result);
+  Outcome run();
+  // Receives more of a request (`idle`: a new one); nullopt when bytes came, else the end.
+  std::optional<Outcome> receive(bool idle);
+  Outcome go_idle();
+  void acquire_work();
+  void release_work();
+  bool serve(const Request& req);
+  // Answers `status` without a parsed request (503, 408, a malformed one) and closes.
+  void fail_and_close(int status);
+  RequestNote note_of(const Request* req, rt::TimePoint started);
+  void on_finished(const Outgoing& response, uint64_t body_sent) override;
+  bool must_linger(const Request& req) const;
+  void close_after(bool linger);
+  void lingering_close();
+
+  // Kept for the connection's life (a few hundred bytes: all an idle connection costs).
+  ServerContext& ctx_;
+  int fd_;
+  Site site_;
+  PeerText peer_ = "-";
+  rt::CancelToken token_;
+  std::atomic<bool> idle_{false};
+  rt::ReadyWait ready_;
+  unsigned requests_ = 0;
+  std::size_t have_ = 0;  // bytes in the read area (0 whenever idle)
+  bool drained_ = false;  // the last receive left the socket empty (it did not fill the room)
+  bool linger_ = true;    // the last response's close must linger (must_linger)
+  rt::TimePoint request_started_{};
+  rt::TimePoint idle_deadline_{};  // end of the current wait for a request
+  ResponseWriter writer_;
+
+  // Borrowed from the processor's pool while serving (see ConnectionWork).
+  ConnectionWork* work_ = nullptr;
+};
+
+}  // namespace weft::http
