@@ -24,7 +24,7 @@ FROM debian:bookworm-slim
 # /etc/mime.types. The user has a fixed numeric id so Kubernetes' runAsNonRoot can verify it.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-       liburing2 libspdlog1.10 libfmt9 libtomlplusplus3 media-types \
+       liburing2 libspdlog1.10 libfmt9 libtomlplusplus3 libssl3 media-types \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
     && groupadd --gid 10001 weft \
     && useradd --uid 10001 --gid weft --no-create-home --home-dir /nonexistent \

@@ -12,6 +12,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include "loadgen/response_parser.hpp"
@@ -20,6 +21,7 @@
 #include "runtime/io_driver.hpp"
 #include "runtime/owned_counter.hpp"
 #include "runtime/scheduler.hpp"
+#include "server/tls/tls_stream.hpp"
 
 #include "weft_version.hpp"
 
@@ -184,13 +186,45 @@ class Engine::Session {
       fail_errno("connect", rc, dl);
     } else {
       stats().record_connected(since(t_conn, now_ns()));
-      ok = run_calls();
+      ok = start_tls() && run_calls();
       stats().record_connection_closed(since(t_conn, now_ns()), replies_);
     }
+    end_tls();
     io::close(fd_);
     fd_ = -1;
     stats().record_io(sent_, received_);
     return ok;
+  }
+
+  // With --tls: the handshake on the connected socket; false (the error counted) when it fails.
+  bool start_tls() {
+    if (!e_.tls_) return true;
+    tls_.emplace(e_.tls_->new_session(), fd_);
+    const rt::TimePoint dl = deadline();
+    const int rc = tls_->handshake(dl);
+    if (rc < 0) {
+      fail_errno("tls handshake", rc, dl);
+      return false;
+    }
+    return true;
+  }
+
+  // With --tls: counts the handshake, keeps the session for --tls-resume (its tickets came
+  // with the first reply), and sends close_notify (a session ended without it cannot be
+  // resumed).
+  void end_tls() {
+    if (!tls_) return;
+    if (replies_ > 0) e_.tls_->finished(tls_->session());
+    tls_->close_notify(rt::coarse_now() + std::chrono::milliseconds{100});
+    tls_.reset();
+  }
+
+  std::int64_t send_all(const void* buf, std::size_t len, rt::TimePoint dl) {
+    return tls_ ? tls_->write_all(buf, len, dl) : io::send_all(fd_, buf, len, 0, dl);
+  }
+
+  std::int64_t receive_some(void* buf, std::size_t len, rt::TimePoint dl) {
+    return tls_ ? tls_->read(buf, len, dl) : io::recv(fd_, buf, len, 0, dl);
   }
 
   bool run_calls() {
@@ -227,7 +261,7 @@ class Engine::Session {
     }
     const std::int64_t send_ns = now_ns();
     const rt::TimePoint dl = deadline();
-    const std::int64_t rc = io::send_all(fd_, st_.out.data(), st_.out.size(), 0, dl);
+    const std::int64_t rc = send_all(st_.out.data(), st_.out.size(), dl);
     if (rc < 0) {
       fail_errno("send", rc, dl);
       return false;
@@ -266,7 +300,7 @@ class Engine::Session {
       ResponseParser::Result res{};
       if (pos_ == end_) {
         const rt::TimePoint dl = deadline();
-        const std::int64_t n = io::recv(fd_, st_.in.get(), kRecvBufferBytes, 0, dl);
+        const std::int64_t n = receive_some(st_.in.get(), kRecvBufferBytes, dl);
         if (n < 0) {
           fail_errno("recv", n, dl);
           return false;
@@ -335,7 +369,8 @@ class Engine::Session {
   std::int64_t due_ns_;
   bool measured_;
   int fd_ = -1;
-  bool closing_ = false;  // the last reply said the connection ends
+  std::optional<http::TlsStream> tls_;  // with --tls
+  bool closing_ = false;                // the last reply said the connection ends
   std::uint64_t sent_ = 0;
   std::uint64_t received_ = 0;
   std::uint64_t replies_ = 0;
@@ -355,6 +390,13 @@ Engine::Engine(const Options& options, const UriSource& source, Target target)
       fmt::format("User-Agent: weft-load/{}\r\nHost: {}\r\n", kWeftVersion, target_.host_header);
   if (options_.timeout_s) timeout_ns_ = static_cast<std::int64_t>(*options_.timeout_s * 1e9);
   session_limit_ = options_.max_sessions();
+  if (options_.tls || options_.tls_resume) {
+    std::string error;
+    const std::string& name =
+        options_.tls_server_name.empty() ? options_.server : options_.tls_server_name;
+    tls_ = ClientTls::create(name, options_.tls_resume, error);
+    if (!tls_) throw std::runtime_error(error);
+  }
   if (const auto own = source_.session_limit();
       own && (!session_limit_ || *own < *session_limit_)) {
     session_limit_ = own;
@@ -491,6 +533,7 @@ RunResult Engine::run(const Period& period) {
     result.stats.duration_s = static_cast<double>(since(window_ns_, end_ns)) * 1e-9;
   }
   result.first_other = first_other_;
+  if (tls_) result.tls = tls_->take_counts();
   return result;
 }
 

@@ -44,6 +44,7 @@
 
 #include <sys/socket.h>
 
+#include "loadgen/client_tls.hpp"
 #include "loadgen/options.hpp"
 #include "loadgen/schedule.hpp"
 #include "loadgen/stats.hpp"
@@ -66,9 +67,10 @@ std::optional<Target> resolve_target(const std::string& host, std::uint16_t port
 
 /// What one run produced.
 struct RunResult {
-  Stats stats;              // the measured window, every processor's figures merged
-  std::string backend;      // the I/O backend used ("io_uring" or "epoll")
-  std::string first_other;  // the first failure counted as "other", described; empty if none
+  Stats stats;                   // the measured window, every processor's figures merged
+  std::string backend;           // the I/O backend used ("io_uring" or "epoll")
+  std::string first_other;       // the first failure counted as "other", described; empty if none
+  std::optional<TlsCounts> tls;  // with --tls: the run's handshakes (warmup included)
 };
 
 /// Live counts for the progress line (approximate: read while the engine runs).
@@ -85,7 +87,7 @@ struct Progress {
 class Engine {
  public:
   /// Prepares runs of `options` against `target`, taking sessions from `source` (which must
-  /// outlive the engine); starts nothing.
+  /// outlive the engine); starts nothing. Throws std::runtime_error when --tls cannot be set up.
   Engine(const Options& options, const UriSource& source, Target target);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -125,9 +127,10 @@ class Engine {
   std::atomic<std::uint64_t> open_{0};
   std::atomic<bool> running_{false};
   std::atomic<std::int64_t> progress_start_ns_{0};
-  std::int64_t timeout_ns_ = 0;  // --timeout; 0: none
-  std::string request_headers_;  // User-Agent and Host lines, the same in every request
-  rt::WaitGroup sessions_wg_;    // sessions spawned and not yet ended
+  std::int64_t timeout_ns_ = 0;     // --timeout; 0: none
+  std::string request_headers_;     // User-Agent and Host lines, the same in every request
+  std::unique_ptr<ClientTls> tls_;  // with --tls
+  rt::WaitGroup sessions_wg_;       // sessions spawned and not yet ended
   std::atomic<bool> other_noted_{false};
   std::string first_other_;
 };

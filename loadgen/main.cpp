@@ -187,6 +187,7 @@ void report_run(const Options& o, std::size_t i, std::optional<double> rate,
   context.sessions = o.workload.kind == weft::load::WorkloadSpec::Kind::kSessionLog;
   context.warmup_s = o.warmup_s;
   context.offered_rate = period.rate();
+  context.tls = result.tls;
   if (!o.quiet) {
     if (i > 0) fmt::print("\n");
     fmt::print("{}", weft::load::format_text_report(result.stats, context));
@@ -262,6 +263,12 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "weft-load: {}\n", error);
     return 1;
   }
-  weft::load::Engine engine(o, *source, std::move(*target));
-  return run_all(o, engine);
+  std::optional<weft::load::Engine> engine;
+  try {
+    engine.emplace(o, *source, std::move(*target));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "weft-load: {}\n", e.what());
+    return 1;
+  }
+  return run_all(o, *engine);
 }

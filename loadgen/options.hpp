@@ -62,6 +62,9 @@ struct Options {
   bool quiet = false;                      // --quiet: no text report, no progress line
   bool hog = false;                        // --hog: accepted for compatibility, no effect
   bool dry_run = false;                    // --dry-run: print the plan, run nothing
+  bool tls = false;                        // --tls: HTTPS, a handshake per connection
+  bool tls_resume = false;                 // --tls-resume: offer the last session (implies --tls)
+  std::string tls_server_name;             // --tls-server-name; empty: --server's name
 
   /// Returns the most sessions to start: the --wsesslog count, else --num-conns, else 1
   /// unless --duration bounds the run (then nullopt: until the duration ends).

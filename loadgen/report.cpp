@@ -538,6 +538,9 @@ std::string format_text_report(const Stats& s, const ReportContext& c) {
   }
   out += '\n';
   append_text_latency(out, s, f, c);
+  if (c.tls) {
+    out += fmt::format("TLS handshakes: {} resumed {}\n", c.tls->handshakes, c.tls->resumed);
+  }
   return out;
 }
 
@@ -562,6 +565,12 @@ std::string format_json_report(const Stats& s, const ReportContext& c) {
   json_schedule_lag(j, s, f);
   json_sessions(j, s, f);
   json_timeline(j, s);
+  if (c.tls) {
+    j.key("tls").open_object();
+    j.key("handshakes").value(c.tls->handshakes);
+    j.key("resumed").value(c.tls->resumed);
+    j.close_object();
+  }
   j.close_object();
   return j.take() + '\n';
 }

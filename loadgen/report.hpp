@@ -26,18 +26,21 @@
 // rate sweep, under csv_header().
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "loadgen/stats.hpp"
+#include "loadgen/tls_counts.hpp"
 
 namespace weft::load {
 
 /// What a report needs besides the figures.
 struct ReportContext {
-  std::string command_line;   // the first line, e.g. "httperf --client=0/1 --server=..."
-  bool sessions = false;      // print httperf's session section (session workloads)
-  double warmup_s = 0.0;      // --warmup, shown when > 0
-  double offered_rate = 0.0;  // sessions per second asked for (CSV, JSON)
+  std::string command_line;      // the first line, e.g. "httperf --client=0/1 --server=..."
+  bool sessions = false;         // print httperf's session section (session workloads)
+  double warmup_s = 0.0;         // --warmup, shown when > 0
+  double offered_rate = 0.0;     // sessions per second asked for (CSV, JSON)
+  std::optional<TlsCounts> tls;  // with --tls: the run's handshakes
 };
 
 /// Returns the text report in httperf's layout followed by weft-load's lines; ends in '\n'.

@@ -144,10 +144,21 @@ def wait_for_port(port, proc=None, timeout=10):
 
 
 class NginxServer:
-    """NGINX serving `root` with one worker, unprivileged, from a temporary folder."""
+    """NGINX serving `root` with one worker, unprivileged, from a temporary folder; with
+    `tls`, over HTTPS with a fresh self-signed ECDSA P-256 certificate (the openssl command)."""
 
-    def __init__(self, root):
+    def __init__(self, root, tls=False):
         self.dir = tempfile.mkdtemp(prefix="weft-load-nginx-")
+        listen = ""
+        if tls:
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                            "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+                            "-subj", "/CN=localhost",
+                            "-keyout", os.path.join(self.dir, "key.pem"),
+                            "-out", os.path.join(self.dir, "cert.pem")],
+                           check=True, capture_output=True)
+            listen = " ssl;\n    ssl_certificate {d}/cert.pem;\n    " \
+                     "ssl_certificate_key {d}/key.pem".format(d=self.dir)
         self.port = free_port()
         self.access_log = os.path.join(self.dir, "access.log")
         conf = """
@@ -165,11 +176,11 @@ http {{
   scgi_temp_path {d}/scgi;
   keepalive_requests 10000;
   server {{
-    listen 127.0.0.1:{port};
+    listen 127.0.0.1:{port}{listen};
     root {root};
   }}
 }}
-""".format(d=self.dir, port=self.port, root=root)
+""".format(d=self.dir, port=self.port, root=root, listen=listen)
         self.config = os.path.join(self.dir, "nginx.conf")
         with open(self.config, "w") as f:
             f.write(conf)

@@ -1,0 +1,80 @@
+#include "loadgen/client_tls.hpp"
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+namespace weft::load {
+namespace {
+
+bool is_address(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+}  // namespace
+
+std::unique_ptr<ClientTls> ClientTls::create(const std::string& server_name, bool resume,
+                                             std::string& error) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (!ctx) {
+    char buf[256];
+    ERR_error_string_n(ERR_get_error(), buf, sizeof buf);
+    error = std::string("--tls: cannot create a context: ") + buf;
+    return nullptr;
+  }
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  // Sessions are kept here (finished), not in the library's client cache.
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  std::string sni = is_address(server_name) ? "" : server_name;
+  return std::unique_ptr<ClientTls>(new ClientTls(ctx, std::move(sni), resume));
+}
+
+ClientTls::~ClientTls() {
+  if (kept_) SSL_SESSION_free(kept_);
+  SSL_CTX_free(ctx_);
+}
+
+SSL* ClientTls::new_session() {
+  SSL* ssl = SSL_new(ctx_);
+  if (!ssl) return nullptr;
+  SSL_set_connect_state(ssl);
+  if (!server_name_.empty()) {
+    // SSL_set_tlsext_host_name, without the C-style cast of its macro.
+    SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+             const_cast<char*>(server_name_.c_str()));
+  }
+  if (resume_) {
+    std::lock_guard lock(mu_);
+    if (kept_) SSL_set_session(ssl, kept_);
+  }
+  return ssl;
+}
+
+void ClientTls::finished(SSL* ssl) {
+  handshakes_.fetch_add(1, std::memory_order_relaxed);
+  if (SSL_session_reused(ssl) == 1) resumed_.fetch_add(1, std::memory_order_relaxed);
+  if (!resume_) return;
+  SSL_SESSION* s = SSL_get1_session(ssl);
+  if (!s) return;
+  if (SSL_SESSION_is_resumable(s) != 1) {
+    SSL_SESSION_free(s);
+    return;
+  }
+  SSL_SESSION* old;
+  {
+    std::lock_guard lock(mu_);
+    old = kept_;
+    kept_ = s;
+  }
+  if (old) SSL_SESSION_free(old);
+}
+
+TlsCounts ClientTls::take_counts() {
+  return {handshakes_.exchange(0, std::memory_order_relaxed),
+          resumed_.exchange(0, std::memory_order_relaxed)};
+}
+
+}  // namespace weft::load

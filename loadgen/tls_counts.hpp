@@ -1,0 +1,14 @@
+// weft::load TlsCounts: what a run's TLS handshakes came to (--tls), for the reports.
+#pragma once
+
+#include <cstdint>
+
+namespace weft::load {
+
+/// Handshakes made in a run, and how many of them resumed a session.
+struct TlsCounts {
+  std::uint64_t handshakes = 0;
+  std::uint64_t resumed = 0;
+};
+
+}  // namespace weft::load

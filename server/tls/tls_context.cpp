@@ -1,0 +1,235 @@
+#include "server/tls/tls_context.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/site/vhost.hpp"
+
+namespace weft::http {
+namespace {
+
+// Returns OpenSSL's reasons queued on this thread (oldest first), and empties the queue.
+std::string library_reason() {
+  std::string out;
+  unsigned long e;
+  while ((e = ERR_get_error()) != 0) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out.empty() ? "unknown error" : out;
+}
+
+// Returns "" when `path` can be opened for reading, else why not (OpenSSL's own message for a
+// missing file names neither the file nor the cause plainly).
+std::string unreadable(const std::string& path) {
+  if (path.empty()) return "no file given";
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return std::strerror(errno);
+  std::fclose(f);
+  return "";
+}
+
+int version_of(const std::string& name) {
+  if (name == "TLSv1.2") return TLS1_2_VERSION;
+  if (name == "TLSv1.3") return TLS1_3_VERSION;
+  return 0;
+}
+
+// Sets the lowest and highest allowed versions; false with `error` set for a name it does
+// not know or a gap (TLS 1.3 without 1.2 is fine, the list is a range).
+bool set_protocols(SSL_CTX* ctx, const std::vector<std::string>& names, std::string& error) {
+  int lo = 0, hi = 0;
+  for (const auto& n : names) {
+    int v = version_of(n);
+    if (v == 0) {
+      error = "tls.protocols: unknown protocol \"" + n + "\" (TLSv1.2, TLSv1.3)";
+      return false;
+    }
+    if (lo == 0 || v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (lo == 0) {
+    error = "tls.protocols: empty";
+    return false;
+  }
+  SSL_CTX_set_min_proto_version(ctx, lo);
+  SSL_CTX_set_max_proto_version(ctx, hi);
+  return true;
+}
+
+bool set_ciphers(SSL_CTX* ctx, const TlsSettings& s, std::string& error) {
+  if (!s.ciphers.empty() && SSL_CTX_set_cipher_list(ctx, s.ciphers.c_str()) != 1) {
+    error = "tls.ciphers: no usable cipher in \"" + s.ciphers + "\": " + library_reason();
+    return false;
+  }
+  if (!s.ciphersuites.empty() && SSL_CTX_set_ciphersuites(ctx, s.ciphersuites.c_str()) != 1) {
+    error = "tls.ciphersuites: no usable suite in \"" + s.ciphersuites + "\": " + library_reason();
+    return false;
+  }
+  return true;
+}
+
+bool load_pair(SSL_CTX* ctx, const TlsSettings& s, std::string& error) {
+  if (std::string why = unreadable(s.certificate); !why.empty()) {
+    error = "tls certificate " + s.certificate + ": " + why;
+    return false;
+  }
+  if (std::string why = unreadable(s.key); !why.empty()) {
+    error = "tls key " + s.key + ": " + why;
+    return false;
+  }
+  if (SSL_CTX_use_certificate_chain_file(ctx, s.certificate.c_str()) != 1) {
+    error =
+        "tls certificate " + s.certificate + ": not a PEM certificate chain: " + library_reason();
+    return false;
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, s.key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    // Loading checks the key against the certificate already: say which failed.
+    const unsigned long e = ERR_peek_last_error();
+    const bool mismatch =
+        ERR_GET_LIB(e) == ERR_LIB_X509 && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH;
+    error = "tls key " + s.key +
+            (mismatch ? ": does not match certificate " + s.certificate
+                      : std::string(": not a PEM private key")) +
+            ": " + library_reason();
+    return false;
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    error = "tls key " + s.key + ": does not match certificate " + s.certificate + ": " +
+            library_reason();
+    return false;
+  }
+  return true;
+}
+
+// Returns a configured server context, or nullptr with `error` set.
+SSL_CTX* build(const TlsSettings& s, std::string& error) {
+  ERR_clear_error();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (!ctx) {
+    error = "tls: cannot create a context: " + library_reason();
+    return nullptr;
+  }
+  // Renegotiation only serves attacks on a static server; released buffers keep an idle
+  // TLS connection near a plain one's memory (NGINX sets the same mode).
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                               (s.session_tickets ? 0 : SSL_OP_NO_TICKET));
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  static const unsigned char kSessionContext[] = "weft";
+  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
+  if (!set_protocols(ctx, s.protocols, error) || !set_ciphers(ctx, s, error) ||
+      !load_pair(ctx, s, error)) {
+    SSL_CTX_free(ctx);
+    ERR_clear_error();
+    return nullptr;
+  }
+  return ctx;
+}
+
+}  // namespace
+
+std::unique_ptr<TlsContext> TlsContext::create(const TlsSettings& s, std::string& error) {
+  SSL_CTX* ctx = build(s, error);
+  if (!ctx) return nullptr;
+  std::unique_ptr<TlsContext> t(new TlsContext(ctx));
+  // The library's macro for this casts in C's style; the call it expands to, spelled out.
+  SSL_CTX_callback_ctrl(ctx, SSL_CTRL_SET_TLSEXT_SERVERNAME_CB,
+                        reinterpret_cast<void (*)()>(&TlsContext::on_server_name));
+  SSL_CTX_set_tlsext_servername_arg(ctx, t.get());
+  return t;
+}
+
+TlsContext::~TlsContext() {
+  for (SSL_CTX* c : owned_) SSL_CTX_free(c);
+  SSL_CTX_free(default_);
+}
+
+bool TlsContext::add_server_names(const std::vector<std::string>& names, const TlsSettings& s,
+                                  std::string& error) {
+  SSL_CTX* ctx = build(s, error);
+  if (!ctx) return false;
+  owned_.push_back(ctx);
+  for (const auto& n : names) names_.push_back({n, ctx});
+  return true;
+}
+
+SSL* TlsContext::new_session() const {
+  SSL* ssl = SSL_new(default_);
+  if (ssl) SSL_set_accept_state(ssl);
+  return ssl;
+}
+
+SSL_CTX* TlsContext::context_for(const char* server_name) const {
+  if (!server_name || !*server_name || names_.empty()) return default_;
+  std::string_view name = server_name;
+  // As choose_site: an exact name first, then the longest wildcard.
+  const Named* best = nullptr;
+  for (const auto& n : names_) {
+    if (!host_matches(n.name, name)) continue;
+    if (n.name[0] != '*') return n.ctx;
+    if (!best || n.name.size() > best->name.size()) best = &n;
+  }
+  return best ? best->ctx : default_;
+}
+
+int TlsContext::on_server_name(SSL* ssl, int*, void* arg) {
+  const auto* self = static_cast<const TlsContext*>(arg);
+  SSL_CTX* ctx = self->context_for(SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name));
+  if (ctx != SSL_get_SSL_CTX(ssl)) SSL_set_SSL_CTX(ssl, ctx);
+  return SSL_TLSEXT_ERR_OK;
+}
+
+namespace {
+
+bool ulp_listed() {
+  std::ifstream f("/proc/sys/net/ipv4/tcp_available_ulp");
+  std::string word;
+  while (f >> word) {
+    if (word == "tls") return true;
+  }
+  return false;
+}
+
+// Attaches the "tls" upper layer to an established loopback connection: where kernel TLS is
+// a module not yet loaded (Debian builds it as one), this loads it.
+void probe_ulp() {
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (listener >= 0 && client >= 0 &&
+      ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::listen(listener, 1) == 0 &&
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+      ::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    (void)::setsockopt(client, IPPROTO_TCP, TCP_ULP, "tls", 3);
+  }
+  if (client >= 0) ::close(client);
+  if (listener >= 0) ::close(listener);
+}
+
+}  // namespace
+
+bool kernel_tls_available() {
+  static const bool available = [] {
+    if (ulp_listed()) return true;
+    probe_ulp();
+    return ulp_listed();
+  }();
+  return available;
+}
+
+}  // namespace weft::http

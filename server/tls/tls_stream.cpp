@@ -1,0 +1,168 @@
+#include "server/tls/tls_stream.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+
+#include <openssl/bio.h>
+#include <openssl/buffer.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+
+#include "runtime/io.hpp"
+
+namespace weft::http {
+namespace {
+
+// What settle() tells the loop around an OpenSSL call.
+constexpr int64_t kDone = 0;   // the call succeeded (and its output is sent)
+constexpr int64_t kAgain = 1;  // input arrived: call it again
+constexpr int64_t kEnd = 2;    // the peer closed (close_notify or end of stream)
+
+// A receive takes at most this much at a time: requests are small, and the buffer lives on
+// the fiber's stack (a larger record just takes several receives).
+constexpr std::size_t kReceive = 4096;
+// Plaintext per SSL_write: one full record.
+constexpr std::size_t kRecord = 16 * 1024;
+// Records are sent once this much is waiting, so a large body is not encrypted whole into
+// memory before its first byte leaves.
+constexpr long kSendBatch = 64 * 1024;
+// An output buffer grown past this by a large body is given back after it is sent, so an
+// idle connection holds no more than a small one.
+constexpr std::size_t kKeepOutput = 32 * 1024;
+
+}  // namespace
+
+TlsStream::TlsStream(SSL* session, int fd) : ssl_(session), fd_(fd) {
+  in_ = BIO_new(BIO_s_mem());
+  out_ = BIO_new(BIO_s_mem());
+  // An empty input buffer means "not yet", not end of stream: the library then asks for more.
+  BIO_set_mem_eof_return(in_, -1);
+  if (ssl_) SSL_set_bio(ssl_, in_, out_);
+}
+
+TlsStream::~TlsStream() {
+  if (ssl_) {
+    SSL_free(ssl_);  // and the two BIOs with it
+  } else {
+    BIO_free(in_);
+    BIO_free(out_);
+  }
+}
+
+int64_t TlsStream::flush(rt::TimePoint deadline, rt::CancelToken* token) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(out_, &data);
+  if (n <= 0) return 0;
+  int64_t r =
+      rt::io::send_all(fd_, data, static_cast<std::size_t>(n), MSG_NOSIGNAL, deadline, token);
+  (void)BIO_reset(out_);  // everything in it went out (or the connection is lost)
+  BUF_MEM* mem = nullptr;
+  BIO_get_mem_ptr(out_, &mem);
+  if (mem && mem->max > kKeepOutput) {
+    BIO* fresh = BIO_new(BIO_s_mem());
+    if (fresh) {
+      SSL_set0_wbio(ssl_, fresh);  // frees the grown one
+      out_ = fresh;
+    }
+  }
+  return r < 0 ? r : 0;
+}
+
+int64_t TlsStream::fill(rt::TimePoint deadline, rt::CancelToken* token) {
+  char buf[kReceive];
+  int64_t n = rt::io::recv(fd_, buf, sizeof buf, 0, deadline, token);
+  if (n > 0) BIO_write(in_, buf, static_cast<int>(n));
+  return n;
+}
+
+int64_t TlsStream::settle(int rc, rt::TimePoint deadline, rt::CancelToken* token) {
+  const int err = SSL_get_error(ssl_, rc);
+  ERR_clear_error();  // the queue is this thread's; the waits below may move the fiber
+  // Whatever the library wrote goes out first: handshake messages, alerts, tickets.
+  const int64_t sent = flush(deadline, token);
+  if (err == SSL_ERROR_NONE) return sent < 0 ? sent : kDone;
+  if (sent < 0) return sent;
+  switch (err) {
+    case SSL_ERROR_WANT_READ: {
+      int64_t n = fill(deadline, token);
+      if (n < 0) return n;
+      return n == 0 ? kEnd : kAgain;
+    }
+    case SSL_ERROR_WANT_WRITE:
+      return kAgain;  // a memory buffer is never full; flushed above
+    case SSL_ERROR_ZERO_RETURN:
+      return kEnd;
+    default:
+      return -EPROTO;  // not TLS, a failed handshake, a bad record
+  }
+}
+
+int TlsStream::handshake(rt::TimePoint deadline, rt::CancelToken* token) {
+  if (!ssl_) return -ENOMEM;
+  while (true) {
+    ERR_clear_error();
+    int64_t s = settle(SSL_do_handshake(ssl_), deadline, token);
+    if (s == kDone) return 0;
+    if (s == kEnd) return -ECONNRESET;
+    if (s < 0) return static_cast<int>(s);
+  }
+}
+
+int64_t TlsStream::read(void* buf, std::size_t len, rt::TimePoint deadline,
+                        rt::CancelToken* token) {
+  if (!ssl_) return -ENOMEM;
+  const int want = static_cast<int>(std::min<std::size_t>(len, INT_MAX));
+  while (true) {
+    ERR_clear_error();
+    int rc = SSL_read(ssl_, buf, want);
+    if (rc > 0 && BIO_ctrl_pending(out_) == 0) return rc;  // the usual case: nothing to send
+    int64_t s = settle(rc, deadline, token);
+    if (s == kDone) return rc;
+    if (s == kEnd) return 0;
+    if (s < 0) return s;
+  }
+}
+
+int64_t TlsStream::write_all(const void* buf, std::size_t len, rt::TimePoint deadline,
+                             rt::CancelToken* token) {
+  if (!ssl_) return -ENOMEM;
+  const auto* p = static_cast<const char*>(buf);
+  std::size_t done = 0;
+  while (done < len) {
+    const int n = static_cast<int>(std::min(kRecord, len - done));
+    ERR_clear_error();
+    int rc = SSL_write(ssl_, p + done, n);
+    if (rc > 0) {
+      done += static_cast<std::size_t>(rc);
+      if (done < len && BIO_ctrl_pending(out_) < static_cast<std::size_t>(kSendBatch)) continue;
+    }
+    int64_t s = settle(rc, deadline, token);
+    if (s == kEnd) return -EPIPE;
+    if (s < 0) return s;
+  }
+  return static_cast<int64_t>(len);
+}
+
+void TlsStream::close_notify(rt::TimePoint deadline) {
+  if (!ssl_ || !SSL_is_init_finished(ssl_)) return;
+  ERR_clear_error();
+  (void)SSL_shutdown(ssl_);
+  ERR_clear_error();
+  (void)flush(deadline, nullptr);
+}
+
+const char* TlsStream::protocol() const {
+  return ssl_ ? SSL_get_version(ssl_) : "";
+}
+
+const char* TlsStream::server_name() const {
+  return ssl_ ? SSL_get_servername(ssl_, TLSEXT_NAMETYPE_host_name) : nullptr;
+}
+
+bool TlsStream::resumed() const {
+  return ssl_ && SSL_session_reused(ssl_) == 1;
+}
+
+}  // namespace weft::http

@@ -1,0 +1,77 @@
+// TlsStream: one TLS session over a connected socket, on the runtime's I/O: the server's side
+// of a connection (TlsContext::new_session) or weft-load's client side.
+//
+// OpenSSL runs on memory buffers (two memory BIOs), never on the socket: the ciphertext goes
+// in and out through rt::io's recv and send, so on io_uring the session's socket I/O is in the
+// ring like a plain connection's, and a fiber that waits for the client parks as it would
+// there; no processor ever blocks in the library. The cost is one copy of each record between
+// the BIO and the socket, a memcpy against the encryption itself.
+//
+// OpenSSL's error queue belongs to the thread, and a fiber may resume on another processor
+// after any wait: every call here empties the queue before it can wait.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <openssl/types.h>
+
+#include "runtime/clock.hpp"
+#include "runtime/cancel.hpp"
+
+namespace weft::http {
+
+class TlsStream {
+ public:
+  /// Runs `session` (owned; its accept or connect state set) on the connected socket `fd`
+  /// (not owned). A null session (no memory) makes every call fail with -ENOMEM.
+  TlsStream(SSL* session, int fd);
+  ~TlsStream();
+  TlsStream(const TlsStream&) = delete;
+  TlsStream& operator=(const TlsStream&) = delete;
+
+  /// Completes the handshake by `deadline`; returns 0, -ETIMEDOUT, -ECANCELED, -ECONNRESET
+  /// (the peer left), or -EPROTO (not TLS, or the handshake failed; the alert was sent).
+  int handshake(rt::TimePoint deadline, rt::CancelToken* token = nullptr);
+
+  /// Reads up to len bytes of plaintext: the count, 0 when the peer closed (close_notify or
+  /// end of stream), or -errno as handshake.
+  int64_t read(void* buf, std::size_t len, rt::TimePoint deadline,
+               rt::CancelToken* token = nullptr);
+
+  /// Writes all len bytes as records and sends them; returns len or -errno.
+  int64_t write_all(const void* buf, std::size_t len, rt::TimePoint deadline,
+                    rt::CancelToken* token = nullptr);
+
+  /// Sends close_notify, waiting for the socket no longer than `deadline` (a session ended
+  /// without it cannot be resumed).
+  void close_notify(rt::TimePoint deadline);
+
+  /// Returns the negotiated version ("TLSv1.3"), valid after the handshake.
+  const char* protocol() const;
+
+  /// Returns the name the client asked for (SNI), or nullptr.
+  const char* server_name() const;
+
+  /// Returns whether the handshake resumed an earlier session (a ticket or the cache).
+  bool resumed() const;
+
+  /// Returns the OpenSSL session (for a client keeping it to resume).
+  SSL* session() const { return ssl_; }
+
+ private:
+  // Moves the records OpenSSL wrote into the output BIO to the socket.
+  int64_t flush(rt::TimePoint deadline, rt::CancelToken* token);
+  // Receives what the socket holds (waiting for it) into the input BIO; 0 at end of stream.
+  int64_t fill(rt::TimePoint deadline, rt::CancelToken* token);
+  // After an OpenSSL call returned `rc`: flushes, then receives when the library wants
+  // input; returns 1 to call it again, or the call's result (0 end of stream, -errno).
+  int64_t settle(int rc, rt::TimePoint deadline, rt::CancelToken* token);
+
+  SSL* ssl_;
+  BIO* in_;   // ciphertext from the client (owned by ssl_)
+  BIO* out_;  // ciphertext for the client (owned by ssl_)
+  int fd_;
+};
+
+}  // namespace weft::http

@@ -1,0 +1,330 @@
+// Tests server/tls/tls_stream on a real runtime (io_uring and epoll) over loopback TCP, against
+// OpenSSL's own client in a plain thread: TLS 1.3 and 1.2 handshakes and data both ways; the
+// certificate chosen by SNI; a resumed session; a 1 MiB body; close_notify; a client that speaks
+// plain HTTP (refused, nothing else happens); a client that stalls mid-handshake (the deadline ends
+// it).
+#include "server/tls/tls_stream.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runtime/io.hpp"
+#include "runtime/io_driver.hpp"
+#include "runtime/scheduler.hpp"
+#include "server/tls/tls_context.hpp"
+
+#include "tests/server/temp_dir.hpp"
+#include "tests/server/tls/test_cert.hpp"
+
+namespace weft::http {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// A connected, blocking client socket to 127.0.0.1:port.
+int connect_to(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{5, 0};  // no test waits forever on a server that went wrong
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+// The common name of the certificate the server presented.
+std::string peer_name(SSL* ssl) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (!cert) return "";
+  char cn[256] = {};
+  X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn);
+  X509_free(cert);
+  return cn;
+}
+
+class TlsStreamTest : public ::testing::TestWithParam<rt::IoBackendKind> {
+ protected:
+  void SetUp() override {
+    dir_ = make_test_dir("tls-stream");
+    auto pair = testing::make_cert(dir_, "default", "default.test");
+    std::string error;
+    ctx_ = TlsContext::create(testing::settings_for(pair), error);
+    ASSERT_TRUE(ctx_) << error;
+    client_ = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(client_, SSL_VERIFY_NONE, nullptr);
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(listener_, 16), 0);
+    ASSERT_EQ(::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port_ = ntohs(a.sin_port);
+  }
+  void TearDown() override {
+    ::close(listener_);
+    SSL_CTX_free(client_);
+    fs::remove_all(dir_);
+  }
+
+  // Runs `client` in a thread while a runtime accepts `connections` connections in turn and
+  // hands each, wrapped in a TlsStream, to `serve`.
+  void run(int connections, const std::function<void(TlsStream&)>& serve,
+           const std::function<void()>& client) {
+    std::thread c(client);
+    rt::RuntimeOptions o;
+    o.processors = 1;
+    rt::IoOptions io;
+    io.backend = GetParam();
+    o.make_driver = rt::make_io_driver_factory(io);
+    rt::Runtime runtime(o);
+    runtime.run([&] {
+      for (int i = 0; i < connections; ++i) {
+        int fd = rt::io::accept(listener_, nullptr, nullptr, rt::now() + 10s);
+        ASSERT_GE(fd, 0);
+        {
+          TlsStream tls(ctx_->new_session(), fd);
+          serve(tls);
+        }
+        rt::io::close(fd);
+      }
+    });
+    c.join();
+  }
+
+  // A client session on a new connection (SNI `name` when given, at most `max_version`).
+  SSL* client_session(int fd, const char* name = nullptr, int max_version = 0) {
+    SSL* ssl = SSL_new(client_);
+    if (max_version) SSL_set_max_proto_version(ssl, max_version);
+    if (name) {  // SSL_set_tlsext_host_name, without its C-style cast
+      SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+               const_cast<char*>(name));
+    }
+    SSL_set_fd(ssl, fd);
+    return ssl;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<TlsContext> ctx_;
+  SSL_CTX* client_ = nullptr;
+  int listener_ = -1;
+  uint16_t port_ = 0;
+};
+
+// Reads "ping" and answers "pong"; records the session's protocol.
+std::function<void(TlsStream&)> ping_pong(std::string& protocol) {
+  return [&protocol](TlsStream& tls) {
+    ASSERT_EQ(tls.handshake(rt::now() + 5s), 0);
+    protocol = tls.protocol();
+    char buf[16] = {};
+    ASSERT_EQ(tls.read(buf, sizeof buf, rt::now() + 5s), 4);
+    EXPECT_STREQ(buf, "ping");
+    EXPECT_EQ(tls.write_all("pong", 4, rt::now() + 5s), 4);
+    tls.close_notify(rt::now() + 1s);
+  };
+}
+
+// The client side of ping_pong: returns what came back.
+std::string ping(SSL* ssl) {
+  if (SSL_connect(ssl) != 1) return "connect failed";
+  SSL_write(ssl, "ping", 4);
+  char buf[16] = {};
+  int n = SSL_read(ssl, buf, sizeof buf - 1);
+  std::string got = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
+  // Then the server's close_notify: a clean end, not an error.
+  if (SSL_read(ssl, buf, sizeof buf) != 0 || SSL_get_error(ssl, 0) != SSL_ERROR_ZERO_RETURN) {
+    got += " (no close_notify)";
+  }
+  return got;
+}
+
+TEST_P(TlsStreamTest, Tls13HandshakeAndDataBothWays) {
+  std::string protocol, got;
+  run(1, ping_pong(protocol), [&] {
+    int fd = connect_to(port_);
+    SSL* ssl = client_session(fd);
+    got = ping(ssl);
+    SSL_free(ssl);
+    ::close(fd);
+  });
+  EXPECT_EQ(got, "pong");
+  EXPECT_EQ(protocol, "TLSv1.3");
+}
+
+TEST_P(TlsStreamTest, Tls12HandshakeAndData) {
+  std::string protocol, got;
+  run(1, ping_pong(protocol), [&] {
+    int fd = connect_to(port_);
+    SSL* ssl = client_session(fd, nullptr, TLS1_2_VERSION);
+    got = ping(ssl);
+    SSL_free(ssl);
+    ::close(fd);
+  });
+  EXPECT_EQ(got, "pong");
+  EXPECT_EQ(protocol, "TLSv1.2");
+}
+
+TEST_P(TlsStreamTest, ServerNameChoosesTheCertificate) {
+  auto a = testing::make_cert(dir_, "a", "a.test");
+  std::string error;
+  ASSERT_TRUE(ctx_->add_server_names({"a.test"}, testing::settings_for(a), error)) << error;
+  std::string names[3];
+  std::string seen[3];
+  const char* asked[3] = {"a.test", "elsewhere.test", nullptr};
+  int i = 0;
+  run(
+      3,
+      [&](TlsStream& tls) {
+        ASSERT_EQ(tls.handshake(rt::now() + 5s), 0);
+        seen[i++] = tls.server_name() ? tls.server_name() : "";
+      },
+      [&] {
+        for (int k = 0; k < 3; ++k) {
+          int fd = connect_to(port_);
+          SSL* ssl = client_session(fd, asked[k]);
+          if (SSL_connect(ssl) == 1) names[k] = peer_name(ssl);
+          SSL_free(ssl);
+          ::close(fd);
+        }
+      });
+  EXPECT_EQ(names[0], "a.test");
+  EXPECT_EQ(names[1], "default.test");
+  EXPECT_EQ(names[2], "default.test");
+  EXPECT_EQ(seen[0], "a.test");
+  EXPECT_EQ(seen[2], "");
+}
+
+TEST_P(TlsStreamTest, ASecondConnectionResumesTheSession) {
+  bool resumed[2] = {false, false};
+  int i = 0;
+  run(
+      2,
+      [&](TlsStream& tls) {
+        ASSERT_EQ(tls.handshake(rt::now() + 5s), 0);
+        char buf[16];
+        ASSERT_EQ(tls.read(buf, sizeof buf, rt::now() + 5s), 4);
+        EXPECT_EQ(tls.write_all("pong", 4, rt::now() + 5s), 4);
+        resumed[i++] = tls.resumed();
+        tls.close_notify(rt::now() + 1s);
+      },
+      [&] {
+        SSL_SESSION* session = nullptr;
+        for (int k = 0; k < 2; ++k) {
+          int fd = connect_to(port_);
+          SSL* ssl = client_session(fd);
+          if (session) SSL_set_session(ssl, session);
+          ASSERT_EQ(SSL_connect(ssl), 1);
+          SSL_write(ssl, "ping", 4);
+          char buf[16];
+          SSL_read(ssl, buf, sizeof buf);  // also takes the tickets sent after the handshake
+          if (!session) session = SSL_get1_session(ssl);
+          SSL_shutdown(ssl);  // a session freed unshut is marked not resumable
+          SSL_free(ssl);
+          ::close(fd);
+        }
+        SSL_SESSION_free(session);
+      });
+  EXPECT_FALSE(resumed[0]);
+  EXPECT_TRUE(resumed[1]);
+}
+
+TEST_P(TlsStreamTest, ALargeBodyArrivesWhole) {
+  std::string body(1 << 20, '\0');
+  for (std::size_t k = 0; k < body.size(); ++k) body[k] = static_cast<char>(k * 131 + k / 977);
+  std::string got;
+  run(
+      1,
+      [&](TlsStream& tls) {
+        ASSERT_EQ(tls.handshake(rt::now() + 5s), 0);
+        EXPECT_EQ(tls.write_all(body.data(), body.size(), rt::now() + 10s),
+                  static_cast<int64_t>(body.size()));
+        tls.close_notify(rt::now() + 1s);
+      },
+      [&] {
+        int fd = connect_to(port_);
+        SSL* ssl = client_session(fd);
+        ASSERT_EQ(SSL_connect(ssl), 1);
+        char buf[16384];
+        int n;
+        while ((n = SSL_read(ssl, buf, sizeof buf)) > 0)
+          got.append(buf, static_cast<std::size_t>(n));
+        SSL_free(ssl);
+        ::close(fd);
+      });
+  EXPECT_EQ(got.size(), body.size());
+  EXPECT_TRUE(got == body);
+}
+
+TEST_P(TlsStreamTest, PlainHttpIsRefused) {
+  int result = 1;
+  std::string answer;
+  run(
+      1, [&](TlsStream& tls) { result = tls.handshake(rt::now() + 5s); },
+      [&] {
+        int fd = connect_to(port_);
+        const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+        ASSERT_EQ(::send(fd, req, sizeof req - 1, MSG_NOSIGNAL),
+                  static_cast<ssize_t>(sizeof req - 1));
+        char buf[256];
+        ssize_t n;
+        while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0)
+          answer.append(buf, static_cast<std::size_t>(n));
+        ::close(fd);
+      });
+  EXPECT_EQ(result, -EPROTO);
+  // At most a TLS alert record (content type 21), never anything that looks like HTTP.
+  if (!answer.empty()) {
+    EXPECT_EQ(static_cast<unsigned char>(answer[0]), 21);
+  }
+}
+
+TEST_P(TlsStreamTest, AStalledHandshakeEndsAtItsDeadline) {
+  int result = 1;
+  std::chrono::milliseconds took{};
+  run(
+      1,
+      [&](TlsStream& tls) {
+        auto start = rt::now();
+        result = tls.handshake(start + 200ms);
+        took = std::chrono::duration_cast<std::chrono::milliseconds>(rt::now() - start);
+      },
+      [&] {
+        int fd = connect_to(port_);
+        // The first bytes of a ClientHello (a handshake record announcing 512 bytes), then
+        // nothing.
+        const unsigned char partial[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00};
+        ::send(fd, partial, sizeof partial, MSG_NOSIGNAL);
+        char buf[64];
+        while (::recv(fd, buf, sizeof buf, 0) > 0) {
+        }
+        ::close(fd);
+      });
+  EXPECT_EQ(result, -ETIMEDOUT);
+  EXPECT_GE(took.count(), 150);
+  EXPECT_LT(took.count(), 5000);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, TlsStreamTest,
+                         ::testing::Values(rt::IoBackendKind::io_uring, rt::IoBackendKind::epoll),
+                         [](const auto& p) {
+                           return p.param == rt::IoBackendKind::epoll ? "epoll" : "io_uring";
+                         });
+
+}  // namespace
+}  // namespace weft::http
