@@ -16,8 +16,8 @@
 
 #include <openssl/types.h>
 
-#include "runtime/clock.hpp"
 #include "runtime/cancel.hpp"
+#include "runtime/clock.hpp"
 
 namespace weft::http {
 
