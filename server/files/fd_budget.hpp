@@ -1,4 +1,5 @@
-// FdBudget: how the descriptor limit (RLIMIT_NOFILE) is shared out at start.
+// FdBudget: how the descriptor limit (RLIMIT_NOFILE) is shared out, for every generation (at
+// start and at each reload, with that configuration's limits).
 //
 // Every connection needs its socket (and a pipe pair while it splices), listeners, rings,
 // logs and the like need a reserve (limits.fd_reserve, plus the listeners and four per
