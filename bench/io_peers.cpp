@@ -461,8 +461,8 @@ void idle_spin(Stack s, unsigned spin, unsigned periods, Figures& out) {
   out.set("cpu_us_per_idle", cpu / periods * 1e6);
 }
 
-void wake_latency(rt::WakeMethod wake, unsigned samples, unsigned gap_us, Figures& out) {
-  constexpr unsigned kWarmup = 10;
+// Two pinned io_uring processors woken by `wake`.
+static rt::RuntimeOptions two_pinned_processors(rt::WakeMethod wake) {
   rt::IoOptions io;
   io.backend = rt::IoBackendKind::io_uring;
   io.wake = wake;
@@ -470,16 +470,41 @@ void wake_latency(rt::WakeMethod wake, unsigned samples, unsigned gap_us, Figure
   o.processors = 2;
   o.pin = true;
   o.make_driver = rt::make_io_driver_factory(io);
-  rt::Runtime runtime(o);
+  return o;
+}
+
+// Returns whether thread `tid` is asleep in the kernel, waiting up to 100 ms for it (a
+// thread not known yet, or the caller's own, counts as asleep).
+static bool wait_until_asleep(int tid, int self) {
+  bool asleep = tid == 0 || tid == self;
+  for (int64_t limit = now_ns() + 100'000'000; !asleep && now_ns() < limit;) {
+    asleep = thread_state(tid) == 'S';
+  }
+  return asleep;
+}
+
+// Reads each of the two processors' io_uring_enter count into per_processor.
+static void io_enters(rt::Runtime& runtime, uint64_t* per_processor) {
+  for (unsigned p = 0; p < 2; ++p) {
+    per_processor[p] = runtime.processor(p).io_driver()->stats().enters;
+  }
+}
+
+// Returns the q-quantile of v (0 when empty).
+static double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * (v.size() - 1))];
+}
+
+void wake_latency(rt::WakeMethod wake, unsigned samples, unsigned gap_us, Figures& out) {
+  constexpr unsigned kWarmup = 10;
+  rt::Runtime runtime(two_pinned_processors(wake));
   std::vector<double> lat_us, cost_ns;
   unsigned stalls = 0, awake = 0;
   uint64_t before[2] = {}, after[2] = {};  // io_uring_enter calls per processor
   unsigned waker_index = 0;
-  auto enters = [&runtime](uint64_t* per_processor) {
-    for (unsigned p = 0; p < 2; ++p) {
-      per_processor[p] = runtime.processor(p).io_driver()->stats().enters;
-    }
-  };
+  auto enters = [&runtime](uint64_t* per) { io_enters(runtime, per); };
   runtime.run([&] {
     unsigned total = samples + kWarmup;
     std::atomic<rt::Waiter*> slot{nullptr};
@@ -507,11 +532,7 @@ void wake_latency(rt::WakeMethod wake, unsigned samples, unsigned gap_us, Figure
       rt::Waiter* w;
       while (!(w = slot.exchange(nullptr, std::memory_order_acq_rel))) rt::yield();
       int self = static_cast<int>(gettid());
-      int tid = ran_tid.load(std::memory_order_relaxed);
-      bool asleep = tid == 0 || tid == self;
-      for (int64_t limit = now_ns() + 100'000'000; !asleep && now_ns() < limit;) {
-        asleep = thread_state(tid) == 'S';
-      }
+      bool asleep = wait_until_asleep(ran_tid.load(std::memory_order_relaxed), self);
       int64_t t0 = now_ns();
       w->wake(false);
       int64_t t1 = now_ns();
@@ -533,14 +554,9 @@ void wake_latency(rt::WakeMethod wake, unsigned samples, unsigned gap_us, Figure
     waker_index = rt::Processor::current()->index();
     target.join();
   });
-  auto pct = [](std::vector<double> v, double q) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v[static_cast<std::size_t>(q * (v.size() - 1))];
-  };
-  out.set("wake_p50_us", pct(lat_us, 0.5));
-  out.set("wake_p99_us", pct(lat_us, 0.99));
-  out.set("waker_ns", pct(cost_ns, 0.5));
+  out.set("wake_p50_us", quantile(lat_us, 0.5));
+  out.set("wake_p99_us", quantile(lat_us, 0.99));
+  out.set("waker_ns", quantile(cost_ns, 0.5));
   double n = std::max(1u, samples);
   unsigned w = waker_index, t = 1 - waker_index;
   out.set("waker_enters_per_wake", static_cast<double>(after[w] - before[w]) / n);

@@ -26,7 +26,6 @@
 
 #include "runtime/cancel.hpp"
 #include "runtime/clock.hpp"
-#include "runtime/cancel.hpp"
 #include "server/files/file_entry.hpp"
 #include "server/net/response_writer.hpp"
 #include "server/net/server_context.hpp"
