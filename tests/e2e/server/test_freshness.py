@@ -292,7 +292,14 @@ class Client(threading.Thread):
         if problem:
             self.stale.append((name, problem))
         cand = candidates(name, r)
-        if len(cand) == 1 and r.header("ETag") and isinstance(next(iter(cand)), int):
+        # Validators are kept only from an answer no change of its file overlapped (none had
+        # begun after `done` by the time it came). A write in place sets the file's mtime
+        # before it copies the new bytes, so a stat and a read that overlap it can see the
+        # new mtime with the old bytes: an answer whose body is version k may carry the
+        # validators of version k + 1, on any server that takes them from the file. Counted
+        # as version k's, they would make the 304 that version k + 1 rightly gets look stale.
+        if (len(cand) == 1 and r.header("ETag") and isinstance(next(iter(cand)), int)
+                and begun == done):
             self.seen.setdefault(name, []).append(
                 (next(iter(cand)), r.header("ETag"), r.header("Last-Modified")))
             del self.seen[name][:-4]
