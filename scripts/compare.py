@@ -74,6 +74,7 @@ import resource
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -234,6 +235,12 @@ def add_workload_options(p):
     p.add_argument("--access-log", choices=("on", "off"), default="off",
                    help="access logs in every server, or in none (default off)")
     p.add_argument("--seed", type=int, default=1, help="weft-load seed (default 1)")
+    p.add_argument("--tls", action="store_true",
+                   help="HTTPS: every server gets the same ECDSA P-256 certificate (made for the "
+                        "run), and each session begins with a full TLS handshake (lighttpd is "
+                        "left out: Debian ships its TLS in another package)")
+    p.add_argument("--tls-resume", action="store_true",
+                   help="with --tls: weft-load resumes the sessions of earlier connections")
 
 
 def add_machine_options(p):
@@ -273,6 +280,12 @@ def check_servers(p, a):
     if bad or not a.servers:
         p.error("--servers: unknown %s (choose from %s)" % (",".join(bad) or "(none)",
                                                             ",".join(ALL_SERVERS)))
+    if a.tls:
+        if "lighttpd" in a.servers and a.servers != list(DEFAULT_SERVERS):
+            p.error("--tls: lighttpd's TLS module is another Debian package; leave it out")
+        a.servers = [s for s in a.servers if s != "lighttpd"]
+    elif a.tls_resume:
+        p.error("--tls-resume needs --tls")
     if a.tuned_nginx:
         a.servers.append("nginx-abort")
     a.weft_settings = {"weft-epoll": {"io": {"backend": '"epoll"'}}}
@@ -637,6 +650,42 @@ def tuned_sysctl(names):
 
 # ---- servers -----------------------------------------------------------------------------------
 
+def make_certificate(work):
+    """Makes the run's certificate in `work`: ECDSA P-256, self-signed for 127.0.0.1, as the
+    TLS targets specify; returns (certificate, key) paths, readable by peers that drop
+    privileges. Raises SetupError when openssl fails."""
+    cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SetupError("openssl could not make the run's certificate: %s" % r.stderr.strip())
+    os.chmod(key, 0o644)
+    return cert, key
+
+
+def tls_config(kind, text, port, tls):
+    """Server configuration `text` of a `kind` made to speak TLS only on `port`, with the
+    certificate and key `tls`."""
+    cert, key = tls
+    if kind == "weft":
+        return merge_toml(text, {"server": {"listen": "[]",
+                                            "listen_tls": '["127.0.0.1:%d"]' % port},
+                                 "tls": {"certificate": '"%s"' % cert, "key": '"%s"' % key}})
+    if kind == "nginx":
+        listen = "listen 127.0.0.1:%d " % port
+        assert listen in text
+        return text.replace(listen, listen + "ssl ").replace(
+            "http {\n", "http {\n  ssl_certificate %s; ssl_certificate_key %s;\n" % tls)
+    if kind == "h2o":
+        listen = "  port: %d\n" % port
+        assert listen in text
+        return text.replace(listen, listen + "  ssl:\n    certificate-file: %s\n"
+                            "    key-file: %s\n" % tls)
+    raise SetupError("%s: no TLS configuration here" % kind)
+
+
 def free_port():
     """A free TCP port on 127.0.0.1."""
     with socket.socket() as s:
@@ -826,6 +875,8 @@ class Server:
             extra = {"deferred": True}
         conf = self.CONFIGS[self.kind](self.dir, self.port, fileset["dir"], lim,
                                        a.access_log == "on", **extra)
+        if a.tls:
+            conf = tls_config(self.kind, conf, self.port, a.tls_files)
         ext = {"weft": "toml", "nginx": "conf", "h2o": "conf", "lighttpd": "conf"}[self.kind]
         self.conf = os.path.join(self.dir, "%s.%s" % (name, ext))
         with open(self.conf, "w") as f:
@@ -880,7 +931,11 @@ class Server:
         """Fetches the most popular file and checks status and length: the config serves the
         set. Raises RuntimeError naming the server when it does not."""
         path, size = self.fileset["probe"]
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        if self.a.tls:
+            c = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=5,
+                                            context=ssl._create_unverified_context())
+        else:
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
         try:
             c.request("GET", path)
             r = c.getresponse()
@@ -1052,6 +1107,10 @@ def run_load(a, weft_load, server, rate, duration, timeout, json_path):
             "--num-calls", "%d..%d" % (a.calls_min, a.calls_max), "--rate", repr(rate),
             "--duration", repr(duration), "--timeout", repr(timeout), "--seed", str(a.seed),
             "--threads", str(len(a.load_cpus)), "--json", json_path, "--quiet"]
+    if a.tls:
+        argv.append("--tls")
+        if a.tls_resume:
+            argv.append("--tls-resume")
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 
     def child():
@@ -1811,6 +1870,7 @@ def run(a, argv):
     log(cap_text(conditions["cpu_cap"]))
     work = tempfile.mkdtemp(prefix="weft-compare-")
     os.chmod(work, 0o755)
+    a.tls_files = make_certificate(work) if a.tls else None
     servers, rows = [], []
     jdir = os.path.join(out, "loadgen")  # weft-load's JSON report of every run
     os.makedirs(jdir, exist_ok=True)
