@@ -11,9 +11,12 @@
 //
 // Usage: tls_handshake_bench --cert FILE --key FILE [--count N] [--quick]
 #ifdef WEFT_WITH_WOLFSSL
+// options.h first: it holds the build's settings, which every other wolfSSL header reads.
+// clang-format off
+#include <wolfssl/options.h>
 #include <wolfssl/openssl/err.h>
 #include <wolfssl/openssl/ssl.h>
-#include <wolfssl/options.h>
+// clang-format on
 #else
 #include <openssl/err.h>
 #include <openssl/ssl.h>
