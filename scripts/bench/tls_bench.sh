@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# HTTPS benchmark of weft against NGINX (Debian's, linking the same OpenSSL 3), each server
+# pinned to core 0 with one worker/processor, wrk (1 thread, 50 connections) on core 1, the
+# same ECDSA P-256 certificate, X25519 the only key-exchange group, TLS 1.3, servers alternated
+# in every round. Three loads:
+#   handshake: `wrk -H 'Connection: close'` on a 100-byte file: a full TLS 1.3 handshake per
+#              request (wrk keeps no session to resume), so requests per server CPU-second are
+#              handshakes per server CPU-second;
+#   ka-100:    keep-alive requests for the 100-byte file over TLS;
+#   ka-64k:    the same for a 64 KiB file.
+# It prints requests/s and requests per server CPU-second (utime+stime of the server process
+# from /proc) per round, then medians and the weft/NGINX ratios.
+# Usage: scripts/bench/tls_bench.sh [SECONDS] [ROUNDS] [LOADS]
+#   LOADS: "handshake ka-100 ka-64k" (default) or a subset. SERVERS="weft weft-epoll nginx"
+#   (default) picks servers; WEFT=BINARY another weft build; WEFT_B=BINARY adds "weft-b".
+#   CAP=FRACTION puts each server in a cgroup v1 cpu group of its own capped at that share of a
+#   core (e.g. 0.3), so that one client core saturates it: a handshake costs the client about
+#   what it costs the server, and a server below saturation spends CPU waiting (weft's idle
+#   spin) that a saturated one does not. As root.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/peers_lib.sh
+source scripts/bench/peers_lib.sh
+secs=${1:-5}
+rounds=${2:-3}
+loads=${3:-handshake ka-100 ka-64k}
+weft=${WEFT:-$PWD/build/release/server/weft}
+[[ -x $weft ]] || scripts/build.sh release
+servers=${SERVERS:-weft weft-epoll nginx}
+[[ -n ${WEFT_B:-} ]] && servers="$servers weft-b"
+
+work=$(mktemp -d /tmp/weft-tlsbench-XXXXXX)
+chmod 755 "$work"  # NGINX's workers (nobody) read the files and the key through it
+trap 'kill $(jobs -p) 2>/dev/null || true; sleep 0.3; rm -rf "$work"' EXIT
+root=$work/www
+mkdir -p "$root" "$work/logs" && chmod 1777 "$work/logs"
+head -c 100 /dev/urandom | base64 -w0 | head -c 100 > "$root/100.txt"
+head -c 65536 /dev/urandom > "$root/64k.bin"
+chmod -R a+rX "$root"
+# The certificate of the issue's targets: ECDSA P-256, self-signed, for 127.0.0.1.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+  -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+chmod 644 "$work/key.pem"
+
+declare -A port=([weft]=18301 [weft-epoll]=18302 [nginx]=18303 [weft-b]=18304)
+weft_conf() {  # port backend
+  cat <<CONF
+[server]
+listen_tls = ["127.0.0.1:$1"]
+root = "$root"
+backlog = 4096
+[tls]
+certificate = "$work/cert.pem"
+key = "$work/key.pem"
+protocols = ["TLSv1.3"]
+[runtime]
+processors = 1
+[io]
+backend = "$2"
+[limits]
+max_connections = 4000
+max_requests_per_connection = 1000000
+[log]
+level = "warn"
+error_log = "$work/logs/weft-$1.log"
+access_log = "off"
+CONF
+}
+weft_conf "${port[weft]}" io_uring > "$work/weft.toml"
+weft_conf "${port[weft-epoll]}" epoll > "$work/weft-epoll.toml"
+weft_conf "${port[weft-b]}" io_uring > "$work/weft-b.toml"
+mkdir -p "$work/nginx"
+cat > "$work/nginx/nginx.conf" <<CONF
+user nobody nogroup; daemon off; worker_processes 1; pid $work/nginx/nginx.pid;
+error_log $work/logs/nginx-error.log; worker_rlimit_nofile 20000;
+events { worker_connections 10000; }
+http {
+  access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_requests 1000000;
+  open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;
+  client_body_temp_path $work/nginx/cb; proxy_temp_path $work/nginx/px;
+  fastcgi_temp_path $work/nginx/fc; uwsgi_temp_path $work/nginx/uw; scgi_temp_path $work/nginx/sc;
+  types { text/plain txt; application/octet-stream bin; }
+  ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
+  ssl_protocols TLSv1.3; ssl_ecdh_curve X25519;
+  server { listen 127.0.0.1:${port[nginx]} ssl backlog=4096; root $root; }
+}
+CONF
+
+groups=()
+capped() {  # server command...: runs it on core 0, in a capped group of its own with CAP
+  if [[ -z ${CAP:-} ]]; then
+    taskset -c 0 "${@:2}" &
+    return
+  fi
+  local g=/sys/fs/cgroup/cpu/weft-tls-$$-$1
+  mkdir "$g" && groups+=("$g")
+  echo 10000 > "$g/cpu.cfs_period_us"
+  local quota; quota=$(awk -v c="$CAP" 'BEGIN {printf "%d", 10000 * c}')
+  echo "$quota" > "$g/cpu.cfs_quota_us"
+  # The shell joins the group and becomes the server: its children (NGINX's worker) inherit it.
+  sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec taskset -c 0 "$@"' sh "$g" "${@:2}" &
+}
+# After the servers stopped, their groups are empty and can go.
+trap 'kill $(jobs -p) 2>/dev/null || true; sleep 0.5; rmdir "${groups[@]}" 2>/dev/null;
+      rm -rf "$work"' EXIT
+
+ulimit -n 20000
+for s in $servers; do
+  case $s in
+    weft) capped "$s" "$weft" -c "$work/weft.toml" ;;
+    weft-epoll) capped "$s" "$weft" -c "$work/weft-epoll.toml" ;;
+    weft-b) capped "$s" "$WEFT_B" -c "$work/weft-b.toml" ;;
+    nginx) capped "$s" nginx -p "$work/nginx" -e "$work/logs/nginx-error.log" \
+             -c "$work/nginx/nginx.conf" ;;
+  esac
+done
+sleep 1.5
+
+results=$work/results.txt
+: > "$results"
+run_one() {  # round load server
+  local r=$1 ld=$2 s=$3 p=${port[$3]} pid file=100.txt out n t0 t1
+  pid=$(server_pid "$p")
+  [[ -n $pid ]] || { echo "$s is not running" >&2; return; }
+  local args=(-t1 -c50 -d"${secs}s")
+  [[ $ld == handshake ]] && args+=(-H 'Connection: close')
+  [[ $ld == ka-64k ]] && file=64k.bin
+  t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+  out=$(taskset -c 1 wrk "${args[@]}" "https://127.0.0.1:$p/$file")
+  t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
+  n=$(awk '/requests in/{print $1}' <<<"$out")
+  if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then
+    echo "$s $ld: $(grep 'Non-2xx\|Socket errors' <<<"$out")" >&2
+  fi
+  echo "$r $ld $s $n $((t1 - t0))" >> "$results"
+  python3 -c "
+import os, sys
+n, ticks = int(sys.argv[4]), int(sys.argv[5]); cpu = ticks / os.sysconf('SC_CLK_TCK')
+print('round %s %-9s %-10s %8.0f req/s %9.0f req/cpu-s' % (sys.argv[1], sys.argv[2],
+      sys.argv[3], n / float(sys.argv[6]), n / max(cpu, 0.01)))" "$r" "$ld" "$s" "$n" \
+    "$((t1 - t0))" "$secs"
+}
+for r in $(seq "$rounds"); do
+  for ld in $loads; do
+    for s in $servers; do run_one "$r" "$ld" "$s"; done
+  done
+done
+
+python3 - "$results" "$servers" "$loads" <<'PY'
+import os, statistics, sys
+hz = os.sysconf("SC_CLK_TCK")
+rows = [l.split() for l in open(sys.argv[1])]
+servers, loads = sys.argv[2].split(), sys.argv[3].split()
+print("\nmedians over rounds: requests per server CPU-second; weft/NGINX ratio")
+for ld in loads:
+    med = {}
+    for s in servers:
+        rs = [r for r in rows if r[1] == ld and r[2] == s]
+        if rs:
+            med[s] = statistics.median(int(r[3]) / max(int(r[4]) / hz, 0.01) for r in rs)
+    for s, eff in med.items():
+        ratio = ("  %s/nginx %.2fx" % (s, eff / med["nginx"])
+                 if s.startswith("weft") and "nginx" in med else "")
+        print("%-9s %-10s %9.0f%s" % (ld, s, eff, ratio))
+PY
