@@ -108,7 +108,9 @@ void Connection::release_work() {
 }
 
 Connection::Outcome Connection::run() {
-  if (secure_ && !tls_ && !handshake()) return Outcome::closed;
+  if (secure_ && !handshaken_) {
+    if (std::optional<Outcome> end = handshake()) return *end;
+  }
   acquire_work();
   while (true) {
     ParseResult r = work_->parser.parse({work_->read_area(), have_});
@@ -177,30 +179,37 @@ std::optional<Connection::Outcome> Connection::receive(bool idle) {
     idle_deadline_ = {};
   }
   have_ += static_cast<std::size_t>(n);
-  drained_ = static_cast<std::size_t>(n) < room;
+  drained_ = static_cast<std::size_t>(n) < room && !(tls_ && tls_->buffered());
   return std::nullopt;
 }
 
-bool Connection::handshake() {
-  // timeouts.header from the accept covers the handshake and the first request together,
-  // as it covers a plain connection's first request: a client that never finishes holds
-  // its slot no longer than one that never sends.
-  idle_deadline_ = rt::coarse_now() + ctx_.config.timeouts_header;
-  tls_ = std::make_unique<TlsStream>(ctx_.tls ? ctx_.tls->new_session() : nullptr, fd_);
-  // Waiting for the client as an idle connection does: shutdown closes it at once.
+std::optional<Connection::Outcome> Connection::handshake() {
+  const Config& cfg = ctx_.config;
+  if (!tls_) {
+    // timeouts.header from the accept covers the handshake and the first request together,
+    // as it covers a plain connection's first request.
+    idle_deadline_ = rt::coarse_now() + cfg.timeouts_header;
+    tls_ = std::make_unique<TlsStream>(ctx_.tls ? ctx_.tls->new_session() : nullptr, fd_);
+  }
+  // Waiting for the client as an idle connection does: shutdown closes it at once, and past
+  // timeouts.active_wait it waits without a fiber (the session keeps its place), so a client
+  // that never finishes holds no more than a plain one that never sends. (A send never waits
+  // here: a handshake's flight fits any fresh socket's buffer.)
   idle_.store(true, std::memory_order_release);
-  const int rc = ctx_.draining.load(std::memory_order_acquire)
-                     ? -ECANCELED
-                     : tls_->handshake(idle_deadline_, &token_);
+  const rt::TimePoint wait = std::min(idle_deadline_, rt::coarse_now() + cfg.timeouts_active_wait);
+  const int rc =
+      ctx_.draining.load(std::memory_order_acquire) ? -ECANCELED : tls_->handshake(wait, &token_);
   idle_.store(false, std::memory_order_release);
+  if (rc == -ETIMEDOUT && rt::coarse_now() < idle_deadline_) return go_idle();
   ctx_.processor_metrics().on_tls_handshake(rc == 0);
   if (rc != 0) {
     // Routine on a public port (scanners, plain HTTP, clients that give up): debug only.
     spdlog::debug("{}: TLS handshake failed: {}", peer_, std::strerror(-rc));
-    return false;
+    return Outcome::closed;
   }
+  handshaken_ = true;
   writer_.use_tls(tls_.get());
-  return true;
+  return std::nullopt;
 }
 
 int64_t Connection::receive_tls(char* into, std::size_t room, rt::TimePoint deadline) {

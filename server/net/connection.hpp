@@ -12,8 +12,9 @@
 // progress for timeouts.send ends the connection.
 //
 // TLS (a listen_tls connection): the fiber first completes the handshake, within
-// timeouts.header of the accept (which also bounds the first request), then runs the same
-// loop with its bytes read through the TlsStream (ResponseWriter writes through it too). The
+// timeouts.header of the accept (which also bounds the first request; a slow client's
+// handshake waits without a fiber past timeouts.active_wait, as an idle connection), then runs the
+// same loop with its bytes read through the TlsStream (ResponseWriter writes through it too). The
 // session stays with the connection while it idles (the library releases its buffers);
 // before idling on the socket the connection checks that the library holds no received
 // bytes. A failed or timed-out handshake closes quietly; a closing connection sends
@@ -86,8 +87,9 @@ class Connection final : private ResponseWriter::Owner {
   // Receives more of a request (`idle`: a new one); nullopt when bytes came, else the end.
   std::optional<Outcome> receive(bool idle);
   Outcome go_idle();
-  // Completes a TLS connection's handshake; false when it failed (then close quietly).
-  bool handshake();
+  // Runs a TLS connection's handshake: nullopt once complete, else the end (closed when it
+  // failed, quietly; idle when the client is slow).
+  std::optional<Outcome> handshake();
   // receive()'s read through the TLS session.
   int64_t receive_tls(char* into, std::size_t room, rt::TimePoint deadline);
   void acquire_work();
@@ -105,7 +107,8 @@ class Connection final : private ResponseWriter::Owner {
   ServerContext& ctx_;
   int fd_;
   Site site_;
-  bool secure_;  // a listen_tls connection: tls_ is made by its first run
+  bool secure_;              // a listen_tls connection: tls_ is made by its first run
+  bool handshaken_ = false;  // its handshake completed
   PeerText peer_ = "-";
   rt::CancelToken token_;
   std::atomic<bool> idle_{false};

@@ -222,6 +222,12 @@ class Tls:
             s.sendall(partial)
             started = time.monotonic()
             self.still_serves()  # others are served meanwhile
+            # Past timeouts.active_wait it waits as an idle connection does, without a fiber.
+            deadline = time.monotonic() + HEADER_TIMEOUT / 2
+            while (metric(self.metrics_port, "weft_connections_idle") < 1 and
+                   time.monotonic() < deadline):
+                time.sleep(0.05)
+            self.assertGreaterEqual(metric(self.metrics_port, "weft_connections_idle"), 1)
             s.settimeout(HEADER_TIMEOUT + 8)
             try:
                 self.assertEqual(s.recv(4096), b"")
