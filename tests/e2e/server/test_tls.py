@@ -1,7 +1,8 @@
 """Issue 35, on both backends: HTTPS on server.listen_tls with the real server, curl and
 openssl s_client: TLS 1.2 and 1.3, a [[vhosts]] certificate chosen by SNI, session resumption
 (tickets and the session cache), a Range and a multipart Range, a body of several MiB whole,
-keep-alive (several requests, pipelined ones, one after the connection idled), plain HTTP sent
+keep-alive (several requests, pipelined ones, one after the connection idled), weft-load
+--tls sessions with and without resumption, plain HTTP sent
 to the TLS port (closed, nothing else harmed), a client that stalls mid-handshake (closed after
 timeouts.header while others are served), random first bytes (a bounded count), SIGHUP
 loading new certificates while an open connection keeps its session, and weft -t naming a key
@@ -24,6 +25,8 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import weft_site as site  # noqa: E402
 from weft_harness import WEFT, free_port, metric, per_backend  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "loadgen"))
+from loadgen_harness import run_load  # noqa: E402
 
 BIG = 6 * 1024 * 1024 + 123  # several MiB, not a whole number of records
 B_INDEX = b"<h1>site b over TLS</h1>\n"
@@ -237,6 +240,20 @@ class Tls:
         # Closed by timeouts.header, not at once (generous bounds: a loaded machine).
         self.assertGreater(waited, HEADER_TIMEOUT * 0.5)
         self.still_serves()
+
+    def test_weft_load_sessions_with_and_without_resumption(self):
+        for extra, sessions in (([], 40), (["--tls-resume"], 40)):
+            run = run_load(["--server", "127.0.0.1", "--port", self.tls_port, "--uri",
+                            "/hello.txt", "--rate", 200, "--num-conns", sessions, "--num-calls",
+                            3, "--timeout", 5, "--tls"] + extra)
+            self.assertEqual(run.returncode, 0, run.describe())
+            j = run.json
+            self.assertEqual(run.errors()["total"], 0, run.describe())
+            self.assertEqual(j["replies"]["status"]["2xx"], sessions * 3, run.describe())
+            self.assertEqual(j["replies"]["bytes"]["content"], sessions * 3 * len(site.HELLO))
+            self.assertEqual(j["tls"]["handshakes"], sessions, run.describe())
+            if extra:
+                self.assertGreaterEqual(j["tls"]["resumed"], sessions - 5, j["tls"])
 
     def test_random_first_bytes(self):
         rng = random.Random(3500)
