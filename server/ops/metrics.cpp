@@ -57,7 +57,8 @@ constexpr Family kBodyRanges{"weft_body_ranges_total", "counter",
                              "Pieces of file bodies (up to 1 MiB each) sent by io.body = "
                              "\"auto\", by path: path=\"resident\" (in the page cache: one "
                              "sendfile, inline) or path=\"cold\" (one read through the I/O "
-                             "driver, then sent)."};
+                             "driver, then sent). Over TLS, each piece read and sealed (up to "
+                             "io.cold_read_size), by whether its pages were cached."};
 constexpr Family kColdBytes{"weft_body_cold_bytes_total", "counter",
                             "Bytes of file bodies read through the cold path (not in the page "
                             "cache when their range was sent)."};
