@@ -85,6 +85,8 @@ void Connection::on_ready(void* arg, int result) {
   // Timed out, cancelled (shutdown), or its slot reclaimed for a new client while idle:
   // close quietly.
   if (!kept || result < 0 || c->ctx_.draining.load(std::memory_order_acquire)) {
+    // A handshake that idled to its end (timeouts.header, shutdown, its slot reclaimed).
+    if (c->secure_ && !c->handshaken_) c->ctx_.processor_metrics().on_tls_handshake(false);
     delete c;
     return;
   }

@@ -226,6 +226,7 @@ class Tls:
     def test_stalled_handshake_is_closed_after_the_header_timeout(self):
         # The start of a ClientHello: a handshake record whose body never comes.
         partial = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03])
+        failures = metric(self.metrics_port, "weft_tls_handshake_failures_total")
         with socket.create_connection(("127.0.0.1", self.tls_port), timeout=5) as s:
             s.sendall(partial)
             started = time.monotonic()
@@ -245,6 +246,8 @@ class Tls:
         # Closed by timeouts.header, not at once (generous bounds: a loaded machine).
         self.assertGreater(waited, HEADER_TIMEOUT * 0.5)
         self.still_serves()
+        self.assertEqual(metric(self.metrics_port, "weft_tls_handshake_failures_total"),
+                         failures + 1)
 
     def test_weft_load_sessions_with_and_without_resumption(self):
         for extra, sessions in (([], 40), (["--tls-resume"], 40)):
