@@ -18,6 +18,7 @@
 #include "server/http/status.hpp"
 #include "server/site/glob.hpp"
 #include "server/site/site_rules.hpp"
+#include "server/tls/tls_config.hpp"
 
 namespace weft::http {
 namespace {
@@ -202,10 +203,12 @@ Rule string_list(std::vector<std::string> Config::*member) {
   return {apply, [=](const Config& c) { return toml_list(c.*member); }};
 }
 
-Rule listen_list() {
-  Apply apply = [](const toml::node& n, Config& c, const fs::path&) -> std::string {
+// server.listen and server.listen_tls: an empty list is taken (listen = [] with listen_tls:
+// TLS only); parse_config refuses a server with no address at all.
+Rule listen_list(std::vector<ListenAddress> Config::*member) {
+  Apply apply = [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
     const auto* arr = n.as_array();
-    if (!arr || arr->empty()) return "must be a non-empty array of \"HOST:PORT\" strings";
+    if (!arr) return "must be an array of \"HOST:PORT\" strings";
     std::vector<ListenAddress> out;
     for (const auto& e : *arr) {
       auto v = e.value_exact<std::string>();
@@ -214,14 +217,34 @@ Rule listen_list() {
       if (!a) return fmt::format("\"{}\" is not HOST:PORT, [IPV6]:PORT, *:PORT or PORT", *v);
       out.push_back(*a);
     }
-    c.listen = std::move(out);
+    c.*member = std::move(out);
     return {};
   };
-  return {apply, [](const Config& c) {
+  return {apply, [=](const Config& c) {
             std::vector<std::string> texts;
-            for (const auto& a : c.listen) texts.push_back(a.to_string());
+            for (const auto& a : c.*member) texts.push_back(a.to_string());
             return toml_list(texts);
           }};
+}
+
+// tls.protocols: a subset of the versions weft offers.
+Rule tls_protocols() {
+  Apply apply = [](const toml::node& n, Config& c, const fs::path&) -> std::string {
+    const auto* arr = n.as_array();
+    if (!arr || arr->empty()) return "must be a non-empty array such as [\"TLSv1.2\", \"TLSv1.3\"]";
+    std::vector<std::string> out;
+    for (const auto& e : *arr) {
+      auto v = e.value_exact<std::string>();
+      if (!v || (*v != "TLSv1.2" && *v != "TLSv1.3")) {
+        return fmt::format("\"{}\" is not a protocol weft offers (\"TLSv1.2\", \"TLSv1.3\")",
+                           v ? *v : std::string{"(not a string)"});
+      }
+      out.push_back(*v);
+    }
+    c.tls_protocols = std::move(out);
+    return {};
+  };
+  return {apply, [](const Config& c) { return toml_list(c.tls_protocols); }};
 }
 
 Rule single_listen(ListenAddress Config::*member) {
@@ -327,7 +350,8 @@ Rule log_level() {
 // [server], [runtime] and [io].
 std::vector<Field> process_fields() {
   return {
-      {"server", "listen", listen_list()},
+      {"server", "listen", listen_list(&Config::listen)},
+      {"server", "listen_tls", listen_list(&Config::listen_tls)},
       {"server", "root", path(&Config::root)},
       {"server", "index", string_list(&Config::index)},
       {"server", "directory_listing", boolean(&Config::directory_listing)},
@@ -409,7 +433,7 @@ std::vector<Field> limit_fields() {
   };
 }
 
-// [fd_cache], [log] and [metrics].
+// [fd_cache], [log], [tls] and [metrics].
 std::vector<Field> cache_and_log_fields() {
   return {
       {"fd_cache", "enabled", boolean(&Config::fd_cache)},
@@ -430,6 +454,14 @@ std::vector<Field> cache_and_log_fields() {
       {"log", "access_format",
        choice(&Config::access_format,
               {{"combined", AccessLogFormat::combined}, {"json", AccessLogFormat::json}})},
+
+      {"tls", "certificate", path(&Config::tls_certificate)},
+      {"tls", "key", path(&Config::tls_key)},
+      {"tls", "protocols", tls_protocols()},
+      {"tls", "ciphers", string(&Config::tls_ciphers, true)},
+      {"tls", "ciphersuites", string(&Config::tls_ciphersuites, true)},
+      {"tls", "session_tickets", boolean(&Config::tls_session_tickets)},
+      {"tls", "session_cache", integer(&Config::tls_session_cache, 0, 10'000'000)},
 
       {"metrics", "enabled", boolean(&Config::metrics)},
       {"metrics", "listen", single_listen(&Config::metrics_listen)},
@@ -653,11 +685,12 @@ std::string read_host(const toml::node& n, std::string& out) {
 
 using VhostApply = std::function<std::string(const toml::node&, VhostConfig&, const Origin&)>;
 
-// A [[vhosts]] key read like the [server] key of the same name, through a scratch Config.
-VhostApply like_server(std::string_view key, std::function<void(VhostConfig&, Config&)> take) {
+// A [[vhosts]] key read like the `section` key of the same name, through a scratch Config.
+VhostApply like_key(std::string_view section, std::string_view key,
+                    std::function<void(VhostConfig&, Config&)> take) {
   const Field* field = nullptr;
   for (const auto& f : schema()) {
-    if (f.section == "server" && f.key == key) field = &f;
+    if (f.section == section && f.key == key) field = &f;
   }
   return [field, take](const toml::node& n, VhostConfig& v, const Origin& o) -> std::string {
     Config scratch;
@@ -665,6 +698,15 @@ VhostApply like_server(std::string_view key, std::function<void(VhostConfig&, Co
     take(v, scratch);
     return {};
   };
+}
+
+VhostApply like_server(std::string_view key, std::function<void(VhostConfig&, Config&)> take) {
+  return like_key("server", key, std::move(take));
+}
+
+// A [[vhosts]] certificate or key, read (and resolved) like [tls]'s.
+VhostApply like_tls(std::string_view key, std::function<void(VhostConfig&, Config&)> take) {
+  return like_key("tls", key, std::move(take));
 }
 
 const std::vector<ItemKey<VhostConfig>>& vhost_keys() {
@@ -695,6 +737,10 @@ const std::vector<ItemKey<VhostConfig>>& vhost_keys() {
        [](const toml::node& n, VhostConfig& v, const Origin& o) {
          return read_redirect_rules(n, "vhosts.redirects", o, v.redirects);
        }},
+      {"certificate", false,
+       like_tls("certificate",
+                [](VhostConfig& v, Config& c) { v.certificate = c.tls_certificate; })},
+      {"key", false, like_tls("key", [](VhostConfig& v, Config& c) { v.key = c.tls_key; })},
   };
   return keys;
 }
@@ -782,6 +828,9 @@ std::string show_vhost(const VhostConfig& v) {
   if (!v.redirects.empty()) {
     out += fmt::format("redirects = {}\n", show_list(v.redirects, show_redirect_rule));
   }
+  if (!v.certificate.empty())
+    out += fmt::format("certificate = {}\n", toml_quoted(v.certificate.string()));
+  if (!v.key.empty()) out += fmt::format("key = {}\n", toml_quoted(v.key.string()));
   return out;
 }
 
@@ -799,6 +848,37 @@ std::string show_lists(const Config& c) {
   for (const auto& v : c.vhosts)
     out += fmt::format("\n[[vhosts]]  # {}\n{}", v.origin, show_vhost(v));
   return out;
+}
+
+// What no one key can say: that there is an address to listen on, and that the TLS ones have
+// a certificate. listen_tls without listen serves TLS only (the default plain address would
+// be a surprise).
+void check_addresses(Config& c, const fs::path& source) {
+  if (!c.listen_tls.empty() && !c.origins.contains("server.listen")) {
+    c.listen.clear();
+    c.origins["server.listen"] = "none: server.listen_tls alone";
+  }
+  auto at = [&](const std::string& key) {
+    auto it = c.origins.find(key);
+    return it != c.origins.end() ? it->second : source.string();
+  };
+  if (c.listen.empty() && c.listen_tls.empty()) {
+    throw ConfigError(
+        fmt::format("{}: key 'server.listen' is empty and no server.listen_tls is "
+                    "given: nothing to listen on",
+                    at("server.listen")));
+  }
+  if (!c.listen_tls.empty() && (c.tls_certificate.empty() || c.tls_key.empty())) {
+    throw ConfigError(fmt::format("{}: key 'server.listen_tls' needs [tls] certificate and key",
+                                  at("server.listen_tls")));
+  }
+  for (const auto& v : c.vhosts) {
+    if (v.certificate.empty() != v.key.empty()) {
+      throw ConfigError(fmt::format(
+          "{}: key 'vhosts.certificate': the [[vhosts]] \"{}\" needs both certificate and key",
+          v.origin, v.host));
+    }
+  }
 }
 
 }  // namespace
@@ -846,6 +926,7 @@ Config parse_config(std::string_view text, const fs::path& source) {
       c.origins[fmt::format("{}.{}", section, key.str())] = where(source, node.source());
     }
   }
+  check_addresses(c, source);
   resolve_log_path(c.error_log, base);
   resolve_log_path(c.access_log, base);
   c.max_connections_auto = !c.origins.contains("limits.max_connections");
@@ -983,6 +1064,14 @@ void check_config(const Config& c) {
   if (!c.mime_types.empty() && !fs::is_regular_file(c.mime_types, ec)) {
     throw ConfigError(fmt::format("{}: key 'server.mime_types': '{}' is not a readable file",
                                   c.source.string(), c.mime_types.string()));
+  }
+  // The certificates are loaded as the server will load them: a file that is unreadable, not
+  // PEM, or a key that does not match its certificate is named here, before a start or reload.
+  if (!c.listen_tls.empty()) {
+    std::string error;
+    if (!open_tls(c, error)) {
+      throw ConfigError(fmt::format("{}: {}", c.source.empty() ? "tls" : c.source.string(), error));
+    }
   }
 }
 

@@ -30,6 +30,7 @@
 #include "server/ops/access_log.hpp"
 #include "server/ops/log.hpp"
 #include "server/ops/metrics.hpp"
+#include "server/tls/tls_config.hpp"
 
 #include "weft_version.hpp"
 
@@ -85,9 +86,9 @@ bool needs_restart(std::string_view key) {
     if (key.starts_with(prefix)) return true;
   }
   for (std::string_view k :
-       {"server.listen", "server.backlog", "server.reuseport", "server.defer_accept",
-        "server.pid_file", "io.backend", "io.iowq_bounded", "io.iowq_unbounded", "io.ring_entries",
-        "log.error_log"}) {
+       {"server.listen", "server.listen_tls", "server.backlog", "server.reuseport",
+        "server.defer_accept", "server.pid_file", "io.backend", "io.iowq_bounded",
+        "io.iowq_unbounded", "io.ring_entries", "log.error_log"}) {
     if (key == k) return true;
   }
   return false;
@@ -211,11 +212,20 @@ bool Server::open() {
   add_gauges();
   std::string addrs;
   for (const auto& a : config_.listen) addrs += (addrs.empty() ? "" : ", ") + a.to_string();
+  for (const auto& a : config_.listen_tls) {
+    addrs += (addrs.empty() ? "" : ", ") + a.to_string() + " (TLS)";
+  }
   spdlog::info("weft {} serving {} on {} with {} processor(s), {} socket(s); fd limit {}",
                kWeftVersion, config_.root.string(), addrs, runtime_->processors(),
                listeners_.size(), fd_limit_);
   if (config_.metrics) {
     spdlog::info("metrics on http://{}/metrics", config_.metrics_listen.to_string());
+  }
+  if (!config_.listen_tls.empty()) {
+    // weft's TLS runs over memory buffers (tls_stream.hpp), which kernel TLS cannot take
+    // over: records are made in user space either way, and file bodies are read and sealed.
+    spdlog::info(kernel_tls_available() ? "kTLS available but not used: records in user space"
+                                        : "kTLS not available: records in user space");
   }
   return true;
 }
@@ -226,9 +236,15 @@ bool Server::open_sockets() {
     // does too (a client that waited for the first could be refused by the second:
     // test_overload was, under ASan on a loaded machine).
     if (config_.metrics) metrics_fd_ = open_listener(config_.metrics_listen, 64, false);
-    listeners_ =
-        open_listeners(config_.listen, config_.backlog, config_.reuseport, runtime_->processors(),
-                       config_.defer_accept ? defer_accept_seconds(config_) : 0);
+    const unsigned defer = config_.defer_accept ? defer_accept_seconds(config_) : 0;
+    listeners_ = open_listeners(config_.listen, config_.backlog, config_.reuseport,
+                                runtime_->processors(), defer);
+    std::vector<Listener> tls = open_listeners(config_.listen_tls, config_.backlog,
+                                               config_.reuseport, runtime_->processors(), defer);
+    for (auto& l : tls) {
+      l.tls = true;
+      listeners_.push_back(std::move(l));
+    }
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return false;
@@ -257,6 +273,15 @@ std::unique_ptr<Server::Generation> Server::make_generation(Config config) {
   if (std::string err = ctx.open_sites(ctx.metrics.get(), budget.cache_entries); !err.empty()) {
     spdlog::critical("{}", err);
     return nullptr;
+  }
+  // Read from their files for each generation: a reload (SIGHUP) renews the certificates.
+  if (!c.listen_tls.empty()) {
+    std::string err;
+    ctx.tls = open_tls(c, err);
+    if (!ctx.tls) {
+      spdlog::critical("{}", err);
+      return nullptr;
+    }
   }
   // Read area: the longest head the parser accepts plus one read (the arena for queued
   // response heads comes on top, see ConnectionWork).

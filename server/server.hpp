@@ -5,7 +5,7 @@
 // serve() runs it until a signal and shuts it down.
 //
 // A generation is one loaded configuration and the ServerContext built from it (document
-// root, MIME map, fd cache, access log, pools). SIGHUP (weft -s reload)
+// root, MIME map, fd cache, access log, pools, TLS certificates). SIGHUP (weft -s reload)
 // loads the configuration again; a good one becomes a new generation that the acceptors
 // use for every connection accepted from then on, without closing a listening socket. The
 // old generation retires: its connections finish on the configuration they started with;

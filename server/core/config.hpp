@@ -76,6 +76,10 @@ struct VhostConfig {
   SitePages pages;
   std::vector<HeaderRuleConfig> headers;
   std::vector<RedirectRuleConfig> redirects;
+  // A certificate chain and key of its own, served to TLS clients that ask for `host` by
+  // SNI (both or neither; empty: [tls]'s).
+  std::filesystem::path certificate;
+  std::filesystem::path key;
   std::string origin;
 };
 
@@ -94,7 +98,9 @@ struct Config {
   bool fd_cache_max_entries_auto = false;
 
   // [server]
+  // Plain HTTP; empty when only listen_tls was given (TLS only).
   std::vector<ListenAddress> listen{{"127.0.0.1", 8080, false}};
+  std::vector<ListenAddress> listen_tls;  // HTTPS ([tls] certificate and key required)
   std::filesystem::path root = ".";
   std::vector<std::string> index{"index.html"};
   bool directory_listing = false;
@@ -173,6 +179,15 @@ struct Config {
   std::string error_log = "stderr";  // "stderr", "stdout" or a file path
   std::string access_log = "off";    // "off", "stdout", "stderr" or a file path
   AccessLogFormat access_format = AccessLogFormat::combined;
+
+  // [tls]: the default certificate of listen_tls, and the protocol settings of every one
+  std::filesystem::path tls_certificate;  // PEM: the leaf first, then its chain
+  std::filesystem::path tls_key;          // PEM: the leaf's private key
+  std::vector<std::string> tls_protocols{"TLSv1.2", "TLSv1.3"};
+  std::string tls_ciphers;       // TLS 1.2 cipher list (OpenSSL syntax); empty: the library's
+  std::string tls_ciphersuites;  // TLS 1.3 suites; empty: the library's
+  bool tls_session_tickets = true;
+  unsigned tls_session_cache = 20480;  // sessions kept for resumption by id; 0: none
 
   // [metrics]
   bool metrics = false;

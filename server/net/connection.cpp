@@ -51,8 +51,9 @@ const char* format_peer(const sockaddr_storage& peer, PeerText& out) {
   return out;
 }
 
-Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, Site site)
-    : ctx_(ctx), fd_(fd), site_(site), writer_(ctx, fd, peer_, token_, *this) {
+Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, Site site,
+                       bool tls)
+    : ctx_(ctx), fd_(fd), site_(site), secure_(tls), writer_(ctx, fd, peer_, token_, *this) {
   format_peer(peer, peer_);
   ctx_.connections.add(1);
   ctx_.enroll(this);
@@ -61,6 +62,9 @@ Connection::Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer,
 Connection::~Connection() {
   ctx_.withdraw(this);
   release_work();
+  // An idle session closed by the server (timed out, drained, its slot reclaimed) stays
+  // resumable; nothing is sent, as the connection may not wait here.
+  if (tls_) tls_->quiet_close();
   if (fd_ >= 0) io::close_detached(fd_);  // no wait, and no system call of its own on io_uring
   ctx_.slots.release(this);
   ctx_.processor_metrics().on_connection_close();
@@ -81,6 +85,8 @@ void Connection::on_ready(void* arg, int result) {
   // Timed out, cancelled (shutdown), or its slot reclaimed for a new client while idle:
   // close quietly.
   if (!kept || result < 0 || c->ctx_.draining.load(std::memory_order_acquire)) {
+    // A handshake that idled to its end (timeouts.header, shutdown, its slot reclaimed).
+    if (c->secure_ && !c->handshaken_) c->ctx_.processor_metrics().on_tls_handshake(false);
     delete c;
     return;
   }
@@ -104,6 +110,9 @@ void Connection::release_work() {
 }
 
 Connection::Outcome Connection::run() {
+  if (secure_ && !handshaken_) {
+    if (std::optional<Outcome> end = handshake()) return *end;
+  }
   acquire_work();
   while (true) {
     ParseResult r = work_->parser.parse({work_->read_area(), have_});
@@ -157,8 +166,9 @@ std::optional<Connection::Outcome> Connection::receive(bool idle) {
   // may well hold its request already, and a partial one may have the rest coming.
   char* into = work_->read_area() + have_;
   std::size_t room = work_->read_cap - have_;
-  int64_t n = idle && requests_ > 0 ? io::recv_when_ready(fd_, into, room, 0, deadline, &token_)
-                                    : io::recv(fd_, into, room, 0, deadline, &token_);
+  int64_t n = tls_                    ? receive_tls(into, room, deadline)
+              : idle && requests_ > 0 ? io::recv_when_ready(fd_, into, room, 0, deadline, &token_)
+                                      : io::recv(fd_, into, room, 0, deadline, &token_);
   idle_.store(false, std::memory_order_release);
   if (n == 0) return Outcome::closed;  // the client closed
   if (n < 0) {
@@ -171,8 +181,46 @@ std::optional<Connection::Outcome> Connection::receive(bool idle) {
     idle_deadline_ = {};
   }
   have_ += static_cast<std::size_t>(n);
-  drained_ = static_cast<std::size_t>(n) < room;
+  drained_ = static_cast<std::size_t>(n) < room && !(tls_ && tls_->buffered());
   return std::nullopt;
+}
+
+std::optional<Connection::Outcome> Connection::handshake() {
+  const Config& cfg = ctx_.config;
+  if (!tls_) {
+    // timeouts.header from the accept covers the handshake and the first request together,
+    // as it covers a plain connection's first request.
+    idle_deadline_ = rt::coarse_now() + cfg.timeouts_header;
+    tls_ = std::make_unique<TlsStream>(ctx_.tls ? ctx_.tls->new_session() : nullptr, fd_);
+  }
+  // Waiting for the client as an idle connection does: shutdown closes it at once, and past
+  // timeouts.active_wait it waits without a fiber (the session keeps its place), so a client
+  // that never finishes holds no more than a plain one that never sends. (A send never waits
+  // here: a handshake's flight fits any fresh socket's buffer.)
+  idle_.store(true, std::memory_order_release);
+  const rt::TimePoint wait = std::min(idle_deadline_, rt::coarse_now() + cfg.timeouts_active_wait);
+  const int rc =
+      ctx_.draining.load(std::memory_order_acquire) ? -ECANCELED : tls_->handshake(wait, &token_);
+  idle_.store(false, std::memory_order_release);
+  if (rc == -ETIMEDOUT && rt::coarse_now() < idle_deadline_) return go_idle();
+  ctx_.processor_metrics().on_tls_handshake(rc == 0);
+  if (rc != 0) {
+    // Routine on a public port (scanners, plain HTTP, clients that give up): debug only.
+    spdlog::debug("{}: TLS handshake failed: {}", peer_, std::strerror(-rc));
+    return Outcome::closed;
+  }
+  handshaken_ = true;
+  writer_.use_tls(tls_.get());
+  return std::nullopt;
+}
+
+int64_t Connection::receive_tls(char* into, std::size_t room, rt::TimePoint deadline) {
+  int64_t n = tls_->read(into, room, deadline, &token_);
+  // The connection idles on the socket's readiness next, which would not wake for bytes the
+  // library already holds. A read that timed out has opened every whole record it had, so
+  // this finds at most part of one; checked rather than assumed.
+  if (n == -ETIMEDOUT && tls_->buffered()) n = tls_->read(into, room, rt::coarse_now(), &token_);
+  return n;
 }
 
 Connection::Outcome Connection::go_idle() {
@@ -234,7 +282,10 @@ void Connection::close_after(bool linger) {
   } else {
     // MSG_MORE holds the last bytes until the close right after, which sends them with the
     // FIN in one segment (as NGINX's tcp_nopush does): one packet fewer per connection.
+    // Over TLS the records wait for close_notify, which sends them with it.
     writer_.flush(MSG_MORE);
+    if (tls_ && !writer_.broken())
+      tls_->close_notify(rt::coarse_now() + ctx_.config.timeouts_send, &token_);
   }
 }
 
@@ -274,6 +325,8 @@ void Connection::on_finished(const Outgoing& response, uint64_t body_sent) {
 void Connection::lingering_close() {
   writer_.flush(MSG_MORE);       // the shutdown sends these bytes with the FIN (see close_after)
   if (writer_.broken()) return;  // the peer is gone or stuck: nothing to linger for
+  // Before the FIN: a client tells the end of the data from a truncation by it.
+  if (tls_) tls_->close_notify(rt::coarse_now() + ctx_.config.timeouts_send, &token_);
   io::shutdown(fd_, SHUT_WR);
   // Read and drop what the client still sends (timeouts.linger, limits.max_linger_bytes), so
   // that it sees the response instead of a reset.

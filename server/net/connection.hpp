@@ -11,12 +11,22 @@
 // an idle keep-alive connection is closed after timeouts.keepalive; any send that makes no
 // progress for timeouts.send ends the connection.
 //
+// TLS (a listen_tls connection): the fiber first completes the handshake, within
+// timeouts.header of the accept (which also bounds the first request; a slow client's
+// handshake waits without a fiber past timeouts.active_wait, as an idle connection), then runs the
+// same loop with its bytes read through the TlsStream (ResponseWriter writes through it too). The
+// session stays with the connection while it idles (the library releases its buffers);
+// before idling on the socket the connection checks that the library holds no received
+// bytes. A failed or timed-out handshake closes quietly; a closing connection sends
+// close_notify with its last response.
+//
 // Threads: the fiber owns everything here; shutdown (another fiber) only calls drain() and
 // cancel(), which touch the atomic idle flag and the cancel token.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -29,6 +39,7 @@
 #include "server/files/file_entry.hpp"
 #include "server/net/response_writer.hpp"
 #include "server/net/server_context.hpp"
+#include "server/tls/tls_stream.hpp"
 
 namespace weft::http {
 
@@ -43,10 +54,11 @@ enum class Site : std::uint8_t { files, metrics };
 
 class Connection final : private ResponseWriter::Owner {
  public:
-  /// Takes ownership of the accepted socket `fd` from `peer` to serve `site`, in a slot the
-  /// caller took for it (ctx.slots.take()), given back when it closes. Make it with new: it
-  /// deletes itself when it closes.
-  Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, Site site = Site::files);
+  /// Takes ownership of the accepted socket `fd` from `peer` to serve `site` (over TLS with
+  /// ctx.tls's certificates when `tls`), in a slot the caller took for it (ctx.slots.take()),
+  /// given back when it closes. Make it with new: it deletes itself when it closes.
+  Connection(ServerContext& ctx, int fd, const sockaddr_storage& peer, Site site = Site::files,
+             bool tls = false);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -75,6 +87,11 @@ class Connection final : private ResponseWriter::Owner {
   // Receives more of a request (`idle`: a new one); nullopt when bytes came, else the end.
   std::optional<Outcome> receive(bool idle);
   Outcome go_idle();
+  // Runs a TLS connection's handshake: nullopt once complete, else the end (closed when it
+  // failed, quietly; idle when the client is slow).
+  std::optional<Outcome> handshake();
+  // receive()'s read through the TLS session.
+  int64_t receive_tls(char* into, std::size_t room, rt::TimePoint deadline);
   void acquire_work();
   void release_work();
   bool serve(const Request& req);
@@ -90,6 +107,8 @@ class Connection final : private ResponseWriter::Owner {
   ServerContext& ctx_;
   int fd_;
   Site site_;
+  bool secure_;              // a listen_tls connection: tls_ is made by its first run
+  bool handshaken_ = false;  // its handshake completed
   PeerText peer_ = "-";
   rt::CancelToken token_;
   std::atomic<bool> idle_{false};
@@ -101,6 +120,7 @@ class Connection final : private ResponseWriter::Owner {
   rt::TimePoint request_started_{};
   rt::TimePoint idle_deadline_{};  // end of the current wait for a request
   ResponseWriter writer_;
+  std::unique_ptr<TlsStream> tls_;  // the TLS session, from the handshake on
 
   // Borrowed from the processor's pool while serving (see ConnectionWork).
   ConnectionWork* work_ = nullptr;

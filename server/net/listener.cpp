@@ -192,15 +192,19 @@ uint64_t queue_wait_ms(int fd) {
 // Decides what becomes of a freshly accepted connection: served on a fiber of its own in a
 // slot of limits.max_connections (a free one, or the longest-idle connection's), else
 // answered 503 at once.
-void admit(ServerContext& ctx, int c, const sockaddr_storage& peer, Site site) {
+void admit(ServerContext& ctx, int c, const sockaddr_storage& peer, Site site, bool tls) {
   const ProcessorMetrics metrics = ctx.processor_metrics();
   if (!ctx.slots.take()) {
     metrics.on_rejected_connection();
-    refuse(ctx, c, peer);
+    if (tls) {
+      ::close(c);
+    } else {
+      refuse(ctx, c, peer);
+    }
     return;
   }
   metrics.on_connection_open();
-  auto* conn = new Connection(ctx, c, peer, site);
+  auto* conn = new Connection(ctx, c, peer, site, tls);
   rt::spawn([conn] { Connection::start(conn); }).detach();
 }
 
@@ -231,14 +235,15 @@ void WaitBound::measured(rt::TimePoint now, rt::Duration wait) {
 
 namespace {
 
-// Takes connection `c`, just accepted on the socket of `admission`: serves it (admit()), or, when
+// Takes connection `c`, just accepted on `listener`: serves it (admit()), or, when
 // it waited in the listen queue past limits.max_queue_wait (its client has likely given up), resets
 // it and returns false: the queue went stale. Either way the admission gate follows the queue. The
 // wait is read (a getsockopt) only when `bound` cannot rule it out.
-bool take(ServerContext& ctx, ListenerAdmission& admission, int c, const sockaddr_storage& peer,
+bool take(ServerContext& ctx, const Listener& listener, int c, const sockaddr_storage& peer,
           Site site, WaitBound& bound) {
+  ListenerAdmission& admission = *listener.admission;
   if (site == Site::metrics) {
-    admit(ctx, c, peer, site);
+    admit(ctx, c, peer, site, false);
     return true;
   }
   const rt::Duration limit = ctx.config.max_queue_wait;  // "0s": never read the wait
@@ -258,7 +263,7 @@ bool take(ServerContext& ctx, ListenerAdmission& admission, int c, const sockadd
                    "({} ms) in the listen queue",
                    ctx.config.max_queue_wait.count());
   } else {
-    admit(ctx, c, peer, site);
+    admit(ctx, c, peer, site, listener.tls);
   }
   steer_gate(ctx, admission.gate, now);
   return !stale;
@@ -319,7 +324,7 @@ bool accept_more(ServerContext& ctx, const Listener& listener, Site site, WaitBo
     socklen_t len = sizeof peer;
     int c = ::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c < 0) return true;
-    if (!take(ctx, *listener.admission, c, peer, site, bound)) return false;
+    if (!take(ctx, listener, c, peer, site, bound)) return false;
   }
   return true;
 }
@@ -376,7 +381,7 @@ void accept_loop(CurrentContext& current, const Listener& listener, rt::CancelTo
     // between changes only the connections accepted after it).
     CurrentContext::Pin pin(current);
     ServerContext& ctx = pin.ctx();
-    bool fresh = take(ctx, *listener.admission, c, peer, site, bound);
+    bool fresh = take(ctx, listener, c, peer, site, bound);
     if (fresh) fresh = accept_more(ctx, listener, site, bound);
     // A stale queue behind a closed gate drains by resets as it is taken (the gate already
     // keeps new clients out). Otherwise (no gate, no socket filter here, or a queue that went

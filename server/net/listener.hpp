@@ -50,6 +50,7 @@ struct Listener {
   ListenAddress address;
   int fd = -1;
   std::shared_ptr<ListenerAdmission> admission;  // shared by the copies its acceptors hold
+  bool tls = false;                              // server.listen_tls: connections speak TLS
 };
 
 /// Binds and listens on every address, `copies` sockets each with SO_REUSEPORT when
@@ -72,7 +73,8 @@ unsigned defer_accept_seconds(const Config& config);
 
 /// Answers 503 on the accepted socket `fd` from `peer` and closes it, without a fiber: every
 /// slot of limits.max_connections is held by a busy connection. Counted in the metrics and
-/// the access log like any answer.
+/// the access log like any answer. (A TLS listener's connection is closed unanswered: a
+/// plain 503 means nothing to a TLS client, and a handshake is what there is no room for.)
 void refuse(ServerContext& ctx, int fd, const sockaddr_storage& peer);
 
 /// An upper bound on how long the next connection an acceptor takes has waited in its

@@ -108,9 +108,17 @@ bool ResponseWriter::queue(const Outgoing& o, std::string_view head, const char*
 
 bool ResponseWriter::flush(int flags) {
   ConnectionWork& w = *work_;
-  if (w.iov_count == 0) return !broken_;
+  if (w.iov_count == 0) {
+    // Records held by an earlier MSG_MORE must not wait while the client waits for them.
+    if (tls_ && !broken_ && !(flags & MSG_MORE) && tls_->flush(send_deadline(), &token_) < 0) {
+      broken_ = true;
+    }
+    return !broken_;
+  }
   uint64_t sent = 0;
   int64_t n = broken_ ? -EPIPE
+              : tls_  ? tls_->writev_all(w.iov, w.iov_count, (flags & MSG_MORE) != 0,
+                                         send_deadline(), &token_, &sent)
               : w.iov_count == 1
                   ? io::send_all(fd_, w.iov[0].iov_base, w.iov[0].iov_len, flags, send_deadline(),
                                  &token_, &sent)
@@ -163,7 +171,9 @@ bool ResponseWriter::stream(const Reply& reply, std::string_view head, const Req
   if (!queue(o, head, nullptr, {}) || !flush(MSG_MORE)) return false;
   uint64_t sent = 0;
   bool ok;
-  if (reply.kind == Reply::Kind::page) {
+  if (reply.kind == Reply::Kind::page && tls_) {
+    ok = send_bytes(work_->body.data(), work_->body.size(), 0, &sent);
+  } else if (reply.kind == Reply::Kind::page) {
     ok = io::send_all(fd_, work_->body.data(), work_->body.size(), 0, send_deadline(), &token_,
                       &sent) >= 0;
     if (!ok) broken_ = true;
@@ -208,7 +218,9 @@ bool ResponseWriter::send_bytes(char* data, std::size_t size, int flags, uint64_
 
 bool ResponseWriter::send_bytes(iovec* iov, int count, int flags, uint64_t* sent) {
   uint64_t n = 0;
-  bool ok = io::sendv_all(fd_, iov, count, flags, send_deadline(), &token_, &n) >= 0;
+  bool ok = tls_ ? tls_->writev_all(iov, count, (flags & MSG_MORE) != 0, send_deadline(), &token_,
+                                    &n) >= 0
+                 : io::sendv_all(fd_, iov, count, flags, send_deadline(), &token_, &n) >= 0;
   *sent += n;
   if (!ok) broken_ = true;  // the peer is gone or stuck, as for any other send
   return ok;
@@ -216,6 +228,7 @@ bool ResponseWriter::send_bytes(iovec* iov, int count, int flags, uint64_t* sent
 
 bool ResponseWriter::send_file_body(const FileEntry& file, uint64_t offset, uint64_t length,
                                     bool more, uint64_t* sent) {
+  if (tls_) return send_tls_file(file, offset, length, sent);
   switch (ctx_.config.body) {
     case BodyPath::splice:
       return send_with_splice(file, offset, length, more, sent);
@@ -291,8 +304,7 @@ int64_t ResponseWriter::send_room() const {
   return std::max<int64_t>(0, int64_t{buffer} - queued);
 }
 
-int64_t ResponseWriter::send_cold_piece(const FileEntry& file, uint64_t offset, uint64_t length,
-                                        bool more, uint64_t* sent) {
+int64_t ResponseWriter::wait_for_room(const FileEntry& file) {
   // Room first: a client that reads slowly waits here holding no buffer, and what is read
   // is what the socket takes, so the buffer goes back as soon as the send returns.
   int64_t room = send_room();
@@ -300,10 +312,17 @@ int64_t ResponseWriter::send_cold_piece(const FileEntry& file, uint64_t offset, 
     const int ready = io::poll(fd_, POLLOUT, send_deadline(), &token_);
     if (ready < 0) {
       on_body_error(file, ready);
-      return -1;
+      return -2;
     }
     room = send_room();
   }
+  return room;
+}
+
+int64_t ResponseWriter::send_cold_piece(const FileEntry& file, uint64_t offset, uint64_t length,
+                                        bool more, uint64_t* sent) {
+  int64_t room = wait_for_room(file);
+  if (room == -2) return -1;
   uint64_t want = std::min<uint64_t>(length, ctx_.config.cold_read_size);
   if (room >= 0)
     want = std::min(want, std::max<uint64_t>(static_cast<uint64_t>(room), kMinColdPiece));
@@ -327,6 +346,53 @@ int64_t ResponseWriter::send_cold_piece(const FileEntry& file, uint64_t offset, 
   }
   pool.give_buffer(std::move(buf));
   return ok ? n : -1;
+}
+
+bool ResponseWriter::send_tls_file(const FileEntry& file, uint64_t offset, uint64_t length,
+                                   uint64_t* sent) {
+  while (length > 0) {
+    const int64_t n = send_tls_piece(file, offset, length, sent);
+    if (n < 0) return false;
+    offset += static_cast<uint64_t>(n);
+    length -= static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+int64_t ResponseWriter::send_tls_piece(const FileEntry& file, uint64_t offset, uint64_t length,
+                                       uint64_t* sent) {
+  const int64_t room = wait_for_room(file);
+  if (room == -2) return -1;
+  uint64_t want = std::min<uint64_t>(length, ctx_.config.cold_read_size);
+  if (room >= 0)
+    want = std::min(want, std::max<uint64_t>(static_cast<uint64_t>(room), kMinColdPiece));
+  // Cached pages are copied on the processor (a read that cannot wait for the disk); the
+  // others go the cold path's way, so a processor never waits for the disk here either.
+  const bool recent =
+      rt::to_ns(rt::coarse_now()) - file.resident_ns.load(std::memory_order_relaxed) <
+      kResidentMemoNs;
+  const bool resident = recent || range_resident(file.fd, offset, want);
+  ResourcePool& pool = ctx_.pool();
+  std::unique_ptr<char[]> buf = pool.take_buffer(send_deadline());
+  if (!buf) {
+    on_body_error(file, -ETIMEDOUT);
+    return -1;
+  }
+  const auto at = static_cast<int64_t>(offset);
+  const int64_t n = !resident && ctx_.config.cold_offload
+                        ? io::read_cold(file.fd, buf.get(), want, at, send_deadline(), &token_)
+                        : io::read(file.fd, buf.get(), want, at, send_deadline(), &token_);
+  // The records hold the bytes now: the buffer goes back before the send waits for the client.
+  const int64_t sealed = n > 0 ? tls_->seal(buf.get(), static_cast<std::size_t>(n)) : n;
+  pool.give_buffer(std::move(buf));
+  const int64_t r = sealed > 0 ? tls_->flush(send_deadline(), &token_) : sealed;
+  if (r < 0 || sealed <= 0) {
+    on_body_error(file, r < 0 ? r : sealed);  // 0: the file shrank under us
+    return -1;
+  }
+  ctx_.processor_metrics().on_body_range(resident, resident ? 0 : static_cast<uint64_t>(n));
+  *sent += static_cast<uint64_t>(n);
+  return n;
 }
 
 void ResponseWriter::on_body_error(const FileEntry& file, int64_t result) {

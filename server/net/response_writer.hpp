@@ -9,6 +9,11 @@
 // bytes are out; then, or when sending fails, the writer tells its Owner, with the body bytes the
 // client was actually sent; the Connection then ends the request (finish_request.hpp).
 //
+// Over TLS (use_tls) the same bytes go through the connection's TlsStream as records: queued
+// slices with one write, a file body piece by piece read into pooled buffers (as the cold
+// path reads, never sendfile or splice: the kernel cannot encrypt here), MSG_MORE becoming
+// records held for the next send. The plain path pays one branch on the stream's pointer.
+//
 // Timeouts: any send that makes no progress for timeouts.send fails, and the connection is
 // broken from then on (broken()): nothing more is sent on it.
 //
@@ -24,6 +29,7 @@
 #include "server/handler/reply.hpp"
 #include "server/http/response.hpp"
 #include "server/net/server_context.hpp"
+#include "server/tls/tls_stream.hpp"
 
 namespace weft::http {
 
@@ -47,6 +53,10 @@ class ResponseWriter {
 
   /// Uses `w`'s queue from now on (null: none; the queue must then be empty).
   void attach(ConnectionWork* w) { work_ = w; }
+
+  /// Sends through `tls` (the connection's, after its handshake; it outlives the writer's
+  /// use of it) instead of the bare socket.
+  void use_tls(TlsStream* tls) { tls_ = tls; }
 
   /// Queues or sends the answer `reply` to `req` (null: no request was parsed) with a
   /// "Connection: close" when `close`; returns false when the connection broke.
@@ -111,6 +121,15 @@ class ResponseWriter {
   int64_t send_room() const;
   bool send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
                         uint64_t* sent);
+  // Returns the socket's room for a cold piece, waiting while it is under kMinColdPiece;
+  // -1 when it cannot tell, -2 when the wait failed (the connection is then broken).
+  int64_t wait_for_room(const FileEntry& file);
+  // Over TLS: a file body piece by piece (send_tls_piece).
+  bool send_tls_file(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
+  // Over TLS: once the socket has room, reads what it takes into a pooled buffer (through the
+  // cold path when the pages are not cached), seals it as records, gives the buffer back,
+  // then sends the records. Returns the bytes sent, or -1.
+  int64_t send_tls_piece(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
   void on_body_error(const FileEntry& file, int64_t result);
   rt::TimePoint send_deadline() const;
 
@@ -120,6 +139,7 @@ class ResponseWriter {
   rt::CancelToken& token_;
   Owner& owner_;
   ConnectionWork* work_ = nullptr;
+  TlsStream* tls_ = nullptr;
   bool broken_ = false;
 };
 

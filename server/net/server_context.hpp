@@ -28,6 +28,7 @@
 #include "server/ops/metrics.hpp"
 #include "server/site/site_context.hpp"
 #include "server/site/vhost.hpp"
+#include "server/tls/tls_context.hpp"
 
 namespace weft::http {
 
@@ -102,6 +103,9 @@ struct ServerContext {
   std::shared_ptr<AccessLog> access_log;  // shared by generations that write the same file
   std::shared_ptr<Metrics> metrics;       // shared by every generation of a server (reloads)
   std::vector<std::unique_ptr<ResourcePool>> pools;  // one per processor
+  // listen_tls's certificates as this generation loaded them (null without listen_tls): a
+  // reload loads them again for its connections, while these keep theirs.
+  std::shared_ptr<const TlsContext> tls;
 
   // limits.max_connections, and the idle connections to reclaim: one count for every
   // generation of a server, so that a reload never lets twice as many in.

@@ -57,14 +57,22 @@ constexpr Family kBodyRanges{"weft_body_ranges_total", "counter",
                              "Pieces of file bodies (up to 1 MiB each) sent by io.body = "
                              "\"auto\", by path: path=\"resident\" (in the page cache: one "
                              "sendfile, inline) or path=\"cold\" (one read through the I/O "
-                             "driver, then sent)."};
+                             "driver, then sent). Over TLS, each piece read and sealed (up to "
+                             "io.cold_read_size), by whether its pages were cached."};
 constexpr Family kColdBytes{"weft_body_cold_bytes_total", "counter",
                             "Bytes of file bodies read through the cold path (not in the page "
                             "cache when their range was sent)."};
 
-constexpr std::array<const Family*, 12> kFamilies = {
-    &kRequests, &kResponseBytes, &kConnectionsOpen, &kConnections, &kRejected,   &kShed,
-    &kPauses,   &kGateCloses,    &kFdHits,          &kFdMisses,    &kBodyRanges, &kColdBytes};
+constexpr Family kTlsHandshakes{"weft_tls_handshakes_total", "counter",
+                                "TLS handshakes completed on server.listen_tls."};
+constexpr Family kTlsFailures{"weft_tls_handshake_failures_total", "counter",
+                              "TLS handshakes that failed (not TLS, no shared protocol, the "
+                              "client left) or passed timeouts.header."};
+
+constexpr std::array<const Family*, 14> kFamilies = {
+    &kRequests,   &kResponseBytes, &kConnectionsOpen, &kConnections, &kRejected,
+    &kShed,       &kPauses,        &kGateCloses,      &kFdHits,      &kFdMisses,
+    &kBodyRanges, &kColdBytes,     &kTlsHandshakes,   &kTlsFailures};
 
 bool is_metric_name(std::string_view name) {
   const auto first = [](char c) {
@@ -151,6 +159,11 @@ void Metrics::on_shed_connection(unsigned processor) {
   counters_of(processor).connections_shed.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Metrics::on_tls_handshake(unsigned processor, bool ok) {
+  Counters& s = counters_of(processor);
+  (ok ? s.tls_handshakes : s.tls_handshake_failures).fetch_add(1, std::memory_order_relaxed);
+}
+
 void Metrics::on_listen_pause(unsigned processor, unsigned queued) {
   Counters& s = counters_of(processor);
   s.listen_pauses.fetch_add(1, std::memory_order_relaxed);
@@ -181,7 +194,7 @@ void Metrics::add_gauge(std::string name, std::string help, std::function<double
 std::string Metrics::render() const {
   std::array<uint64_t, kCodes> requests{};
   uint64_t bytes = 0, opened = 0, closed = 0, rejected = 0, shed = 0, pauses = 0, gates = 0,
-           hits = 0, misses = 0, resident = 0, cold = 0, cold_bytes = 0;
+           hits = 0, misses = 0, resident = 0, cold = 0, cold_bytes = 0, tls_ok = 0, tls_failed = 0;
   for (unsigned i = 0; i < count_; ++i) {
     const Counters& s = counters_[i];
     for (std::size_t c = 0; c < kCodes; ++c)
@@ -198,6 +211,8 @@ std::string Metrics::render() const {
     resident += s.body_resident.load(std::memory_order_relaxed);
     cold += s.body_cold.load(std::memory_order_relaxed);
     cold_bytes += s.body_cold_bytes.load(std::memory_order_relaxed);
+    tls_ok += s.tls_handshakes.load(std::memory_order_relaxed);
+    tls_failed += s.tls_handshake_failures.load(std::memory_order_relaxed);
   }
 
   std::string out;
@@ -229,6 +244,8 @@ std::string Metrics::render() const {
                  "{0}{{path=\"resident\"}} {1}\n{0}{{path=\"cold\"}} {2}\n", kBodyRanges.name,
                  resident, cold);
   append_sample(out, kColdBytes, cold_bytes);
+  append_sample(out, kTlsHandshakes, tls_ok);
+  append_sample(out, kTlsFailures, tls_failed);
 
   std::lock_guard lock(gauges_mutex_);
   for (const Gauge& g : gauges_) {

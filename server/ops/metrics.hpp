@@ -28,6 +28,8 @@
 //   weft_fd_cache_hits_total, weft_fd_cache_misses_total   counters
 //   weft_body_ranges_total{path="resident"|"cold"}  counter, ranges io.body = "auto" sent
 //   weft_body_cold_bytes_total        counter, bytes it read through the I/O driver
+//   weft_tls_handshakes_total         counter, TLS handshakes completed (listen_tls)
+//   weft_tls_handshake_failures_total counter, TLS handshakes failed or timed out
 //   then each gauge registered with add_gauge(), in registration order.
 #pragma once
 
@@ -69,6 +71,8 @@ class Metrics {
 
   /// Counts one connection reset at accept because the server was overloaded.
   void on_shed_connection(unsigned processor);
+  /// A TLS handshake ended: completed (`ok`), or failed or timed out.
+  void on_tls_handshake(unsigned processor, bool ok);
 
   /// Counts one overload pause of a listener, and the `queued` connections it reset.
   void on_listen_pause(unsigned processor, unsigned queued);
@@ -108,6 +112,8 @@ class Metrics {
     std::atomic<uint64_t> body_resident{0};
     std::atomic<uint64_t> body_cold{0};
     std::atomic<uint64_t> body_cold_bytes{0};
+    std::atomic<uint64_t> tls_handshakes{0};
+    std::atomic<uint64_t> tls_handshake_failures{0};
   };
 
   struct Gauge {
@@ -151,6 +157,9 @@ class ProcessorMetrics {
   }
   void on_shed_connection() const {
     if (m_) m_->on_shed_connection(p_);
+  }
+  void on_tls_handshake(bool ok) const {
+    if (m_) m_->on_tls_handshake(p_, ok);
   }
   void on_listen_pause(unsigned queued) const {
     if (m_) m_->on_listen_pause(p_, queued);

@@ -128,6 +128,11 @@ SSL_CTX* build(const TlsSettings& s, std::string& error) {
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   static const unsigned char kSessionContext[] = "weft";
   SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
+  if (s.session_cache == 0) {
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  } else {
+    SSL_CTX_sess_set_cache_size(ctx, static_cast<long>(s.session_cache));
+  }
   if (!set_protocols(ctx, s.protocols, error) || !set_ciphers(ctx, s, error) ||
       !load_pair(ctx, s, error)) {
     SSL_CTX_free(ctx);

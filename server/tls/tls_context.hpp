@@ -25,6 +25,9 @@ struct TlsSettings {
   std::string ciphers;       // TLS 1.2 cipher list (OpenSSL syntax); empty: the library's
   std::string ciphersuites;  // TLS 1.3 suites; empty: the library's
   bool session_tickets = true;
+  // Sessions kept in the server's cache for resumption by id (TLS 1.2 without tickets);
+  // 0: none. OpenSSL's default size.
+  unsigned session_cache = 20480;
 };
 
 /// The server's TLS contexts: a default one and, by server name, the virtual hosts' own.

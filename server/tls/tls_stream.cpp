@@ -127,30 +127,70 @@ int64_t TlsStream::read(void* buf, std::size_t len, rt::TimePoint deadline,
 
 int64_t TlsStream::write_all(const void* buf, std::size_t len, rt::TimePoint deadline,
                              rt::CancelToken* token) {
-  if (!ssl_) return -ENOMEM;
-  const auto* p = static_cast<const char*>(buf);
-  std::size_t done = 0;
-  while (done < len) {
-    const int n = static_cast<int>(std::min(kRecord, len - done));
-    ERR_clear_error();
-    int rc = SSL_write(ssl_, p + done, n);
-    if (rc > 0) {
-      done += static_cast<std::size_t>(rc);
-      if (done < len && BIO_ctrl_pending(out_) < static_cast<std::size_t>(kSendBatch)) continue;
-    }
-    int64_t s = settle(rc, deadline, token);
-    if (s == kEnd) return -EPIPE;
-    if (s < 0) return s;
-  }
-  return static_cast<int64_t>(len);
+  iovec iov{const_cast<void*>(buf), len};
+  return writev_all(&iov, 1, false, deadline, token);
 }
 
-void TlsStream::close_notify(rt::TimePoint deadline) {
+int64_t TlsStream::writev_all(const iovec* iov, int count, bool more, rt::TimePoint deadline,
+                              rt::CancelToken* token, uint64_t* sent) {
+  if (!ssl_) return -ENOMEM;
+  uint64_t written = 0;  // plaintext taken by the library
+  uint64_t out = 0;      // of it, the bytes whose records were sent
+  auto send = [&]() -> int64_t {
+    const int64_t r = flush(deadline, token);
+    if (r == 0) out = written;
+    return r;
+  };
+  int64_t r = 0;
+  for (int i = 0; i < count && r == 0; ++i) {
+    const auto* p = static_cast<const char*>(iov[i].iov_base);
+    std::size_t done = 0;
+    while (done < iov[i].iov_len && r == 0) {
+      const std::size_t n = std::min(kRecord, iov[i].iov_len - done);
+      r = seal(p + done, n);
+      if (r < 0) break;
+      r = 0;
+      done += n;
+      written += n;
+      // Sent in batches, so a large body is not encrypted whole into memory first.
+      if (BIO_ctrl_pending(out_) >= static_cast<std::size_t>(kSendBatch)) r = send();
+    }
+  }
+  if (r == 0 && !more) r = send();
+  if (sent) *sent += r == 0 && more ? written : out;
+  return r < 0 ? r : static_cast<int64_t>(written);
+}
+
+int64_t TlsStream::seal(const void* buf, std::size_t len) {
+  if (!ssl_) return -ENOMEM;
+  if (len == 0) return 0;
+  ERR_clear_error();
+  // A memory BIO takes every record, so the library neither waits nor writes in part.
+  const int rc = SSL_write(ssl_, buf, static_cast<int>(std::min<std::size_t>(len, INT_MAX)));
+  ERR_clear_error();
+  return rc > 0 ? rc : -EPROTO;
+}
+
+bool TlsStream::buffered() const {
+  return ssl_ && (SSL_pending(ssl_) > 0 || BIO_ctrl_pending(in_) > 0);
+}
+
+void TlsStream::close_notify(rt::TimePoint deadline, rt::CancelToken* token) {
   if (!ssl_ || !SSL_is_init_finished(ssl_)) return;
   ERR_clear_error();
   (void)SSL_shutdown(ssl_);
   ERR_clear_error();
-  (void)flush(deadline, nullptr);
+  (void)flush(deadline, token);
+}
+
+void TlsStream::quiet_close() {
+  if (!ssl_ || !SSL_is_init_finished(ssl_) || (SSL_get_shutdown(ssl_) & SSL_SENT_SHUTDOWN)) {
+    return;
+  }
+  SSL_set_quiet_shutdown(ssl_, 1);
+  ERR_clear_error();
+  (void)SSL_shutdown(ssl_);
+  ERR_clear_error();
 }
 
 const char* TlsStream::protocol() const {

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include <openssl/types.h>
+#include <sys/uio.h>
 
 #include "runtime/cancel.hpp"
 #include "runtime/clock.hpp"
@@ -43,9 +44,32 @@ class TlsStream {
   int64_t write_all(const void* buf, std::size_t len, rt::TimePoint deadline,
                     rt::CancelToken* token = nullptr);
 
+  /// Writes the `count` slices of `iov` as records, sending them whenever a batch is waiting
+  /// and, unless `more`, the rest before it returns (with `more` they are held for the next
+  /// write, flush or close_notify, to share its packets: MSG_MORE's meaning). Returns the
+  /// bytes written or -errno; adds to *sent the plaintext bytes whose records went out.
+  int64_t writev_all(const iovec* iov, int count, bool more, rt::TimePoint deadline,
+                     rt::CancelToken* token = nullptr, uint64_t* sent = nullptr);
+
+  /// Encrypts len bytes into records held for the next send, without waiting; returns len
+  /// or -EPROTO.
+  int64_t seal(const void* buf, std::size_t len);
+
+  /// Sends every record held (seal, writev_all with `more`); returns 0 or -errno.
+  int64_t flush(rt::TimePoint deadline, rt::CancelToken* token = nullptr);
+
+  /// Returns whether the library holds received bytes that read() has not returned yet
+  /// (plaintext of an opened record, or ciphertext not yet opened): a wait for the socket
+  /// to become readable would not wake for them.
+  bool buffered() const;
+
   /// Sends close_notify, waiting for the socket no longer than `deadline` (a session ended
-  /// without it cannot be resumed).
-  void close_notify(rt::TimePoint deadline);
+  /// without it cannot be resumed); records held go out first.
+  void close_notify(rt::TimePoint deadline, rt::CancelToken* token = nullptr);
+
+  /// Ends a completed session without sending anything (an idle connection closed by the
+  /// server): it stays resumable, as after close_notify. A failed session is left as is.
+  void quiet_close();
 
   /// Returns the negotiated version ("TLSv1.3"), valid after the handshake.
   const char* protocol() const;
@@ -60,8 +84,6 @@ class TlsStream {
   SSL* session() const { return ssl_; }
 
  private:
-  // Moves the records OpenSSL wrote into the output BIO to the socket.
-  int64_t flush(rt::TimePoint deadline, rt::CancelToken* token);
   // Receives what the socket holds (waiting for it) into the input BIO; 0 at end of stream.
   int64_t fill(rt::TimePoint deadline, rt::CancelToken* token);
   // After an OpenSSL call returned `rc`: flushes, then receives when the library wants

@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/server/temp_dir.hpp"
+#include "tests/server/tls/test_cert.hpp"
+
 namespace weft::http {
 namespace {
 
@@ -391,6 +394,96 @@ TEST(Config, HelpAgeTakesMicrosecondsAndZero) {
               std::string::npos)
         << e.what();
   }
+}
+
+// [tls] and server.listen_tls: paths resolved against the config's folder, the protocols
+// checked by name, each vhost's own pair; listen_tls alone serves TLS only.
+TEST(Config, TlsKeysParse) {
+  Config c = parse_config(R"(
+[server]
+listen_tls = ["127.0.0.1:8443"]
+[tls]
+certificate = "certs/a.crt"
+key = "/abs/a.key"
+protocols = ["TLSv1.3"]
+ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256"
+session_tickets = false
+session_cache = 0
+[[vhosts]]
+host = "b.test"
+root = "/srv/b"
+certificate = "b.crt"
+key = "b.key"
+)",
+                          "/etc/weft/weft.toml");
+  ASSERT_EQ(c.listen_tls.size(), 1u);
+  EXPECT_EQ(c.listen_tls[0].to_string(), "127.0.0.1:8443");
+  EXPECT_TRUE(c.listen.empty());  // TLS only
+  EXPECT_EQ(c.tls_certificate, fs::path{"/etc/weft/certs/a.crt"});
+  EXPECT_EQ(c.tls_key, fs::path{"/abs/a.key"});
+  EXPECT_EQ(c.tls_protocols, std::vector<std::string>{"TLSv1.3"});
+  EXPECT_EQ(c.tls_ciphers, "ECDHE-ECDSA-AES128-GCM-SHA256");
+  EXPECT_FALSE(c.tls_session_tickets);
+  EXPECT_EQ(c.tls_session_cache, 0u);
+  EXPECT_EQ(c.vhosts.at(0).certificate, fs::path{"/etc/weft/b.crt"});
+  EXPECT_EQ(c.vhosts.at(0).key, fs::path{"/etc/weft/b.key"});
+  const std::string text = dump_config(c);
+  EXPECT_NE(text.find("listen_tls = ['127.0.0.1:8443']"), std::string::npos) << text;
+  EXPECT_NE(text.find("certificate = '/etc/weft/b.crt'"), std::string::npos) << text;
+  EXPECT_NE(text.find("listen = []  # none: server.listen_tls alone"), std::string::npos) << text;
+  // Both kinds of address when both are given; the defaults without [tls].
+  Config both = parse_config(
+      "[server]\nlisten = [\"*:80\"]\nlisten_tls = [\"*:443\"]\n[tls]\ncertificate = \"a\"\n"
+      "key = \"b\"\n",
+      "/etc/weft/weft.toml");
+  EXPECT_EQ(both.listen.size(), 1u);
+  Config plain = parse_config("", "/etc/weft/weft.toml");
+  EXPECT_TRUE(plain.listen_tls.empty());
+  EXPECT_EQ(plain.tls_protocols, (std::vector<std::string>{"TLSv1.2", "TLSv1.3"}));
+  EXPECT_TRUE(plain.tls_session_tickets);
+}
+
+TEST(Config, TlsMistakesAreRefused) {
+  expect_rejected("[tls]\nprotocols = [\"TLSv1.2\", \"TLSv1.1\"]\n",
+                  {":2:13: key 'tls.protocols'", "\"TLSv1.1\" is not a protocol"});
+  expect_rejected("[tls]\nprotocols = []\n", {"key 'tls.protocols'", "non-empty"});
+  expect_rejected("[server]\nlisten_tls = [\"127.0.0.1:8443\"]\n",
+                  {":2:14: key 'server.listen_tls' needs [tls] certificate and key"});
+  expect_rejected("[server]\nlisten_tls = [\"127.0.0.1:8443\"]\n[tls]\ncertificate = \"a.crt\"\n",
+                  {"key 'server.listen_tls' needs [tls] certificate and key"});
+  expect_rejected("[server]\nlisten = []\n", {"key 'server.listen' is empty", "nothing to listen"});
+  expect_rejected("[server]\nlisten_tls = [\"nowhere\"]\n", {"key 'server.listen_tls'", "nowhere"});
+  expect_rejected("[[vhosts]]\nhost = \"b.test\"\nroot = \"/srv\"\ncertificate = \"b.crt\"\n",
+                  {"key 'vhosts.certificate'", "needs both certificate and key"});
+  expect_rejected("[tls]\nsession_tickets = \"yes\"\n", {"key 'tls.session_tickets'"});
+}
+
+// check_config (so weft -t) loads the certificates: a key of another certificate, or a file
+// that is missing, is named.
+TEST(Config, CheckLoadsTheCertificates) {
+  const fs::path dir = make_test_dir("config-tls");
+  const auto a = testing::make_cert(dir, "a", "a.test");
+  const auto b = testing::make_cert(dir, "b", "b.test");
+  auto config_with = [&](const fs::path& cert, const fs::path& key) {
+    Config c = parse_config("[server]\nlisten_tls = [\"127.0.0.1:8443\"]\n[tls]\ncertificate = \"" +
+                                cert.string() + "\"\nkey = \"" + key.string() + "\"\n",
+                            dir / "weft.toml");
+    c.root = source_dir();
+    return c;
+  };
+  EXPECT_NO_THROW(check_config(config_with(a.certificate, a.key)));
+  auto expect_named = [&](const Config& c, const std::string& named) {
+    try {
+      check_config(c);
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string{e.what()}.find(named), std::string::npos) << e.what();
+    }
+  };
+  expect_named(config_with(a.certificate, b.key), "tls key " + b.key.string());
+  expect_named(config_with(dir / "none.crt", a.key),
+               "tls certificate " + (dir / "none.crt").string());
+  fs::remove_all(dir);
 }
 
 // GNUInstallDirs' rule, as cmake/WeftInstallLayout.cmake applies it when installing

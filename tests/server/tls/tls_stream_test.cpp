@@ -2,7 +2,7 @@
 // OpenSSL's own client in a plain thread: TLS 1.3 and 1.2 handshakes and data both ways; the
 // certificate chosen by SNI; a resumed session; a 1 MiB body; close_notify; a client that speaks
 // plain HTTP (refused, nothing else happens); a client that stalls mid-handshake (the deadline ends
-// it).
+// it); records held by writev_all's `more` until the flush; buffered() after a short read.
 #include "server/tls/tls_stream.hpp"
 
 #include <chrono>
@@ -17,6 +17,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -318,6 +319,80 @@ TEST_P(TlsStreamTest, AStalledHandshakeEndsAtItsDeadline) {
   EXPECT_EQ(result, -ETIMEDOUT);
   EXPECT_GE(took.count(), 150);
   EXPECT_LT(took.count(), 5000);
+}
+
+// writev_all with `more` holds its records (MSG_MORE's meaning for the server's response
+// writer) until the next flush; TLS 1.2, so that no ticket follows the handshake.
+TEST_P(TlsStreamTest, RecordsWrittenWithMoreWaitForTheFlush) {
+  int early = -1;
+  std::string got;
+  run(
+      1,
+      [&](TlsStream& tls) {
+        ASSERT_EQ(tls.handshake(rt::now() + 5s), 0);
+        iovec iov[2] = {{const_cast<char*>("he"), 2}, {const_cast<char*>("llo"), 3}};
+        uint64_t sent = 0;
+        EXPECT_EQ(tls.writev_all(iov, 2, true, rt::now() + 5s, nullptr, &sent), 5);
+        EXPECT_EQ(sent, 5u);
+        // Held while the client looks (a read would send them: it flushes before waiting).
+        rt::sleep_for(1s);
+        EXPECT_EQ(tls.flush(rt::now() + 5s), 0);
+        tls.close_notify(rt::now() + 1s);
+      },
+      [&] {
+        int fd = connect_to(port_);
+        SSL* ssl = client_session(fd, nullptr, TLS1_2_VERSION);
+        ASSERT_EQ(SSL_connect(ssl), 1);
+        pollfd p{fd, POLLIN, 0};
+        early = ::poll(&p, 1, 300);  // nothing may come before the flush
+        char buf[16];
+        int n;
+        while ((n = SSL_read(ssl, buf, sizeof buf)) > 0)
+          got.append(buf, static_cast<std::size_t>(n));
+        SSL_free(ssl);
+        ::close(fd);
+      });
+  EXPECT_EQ(early, 0);
+  EXPECT_EQ(got, "hello");
+}
+
+// buffered() tells of plaintext the library holds after a short read: a connection must not
+// idle on the socket while it does.
+TEST_P(TlsStreamTest, BufferedTellsOfPlaintextLeftInTheSession) {
+  std::string got;
+  bool held = false;
+  bool after = true;
+  run(
+      1,
+      [&](TlsStream& tls) {
+        ASSERT_EQ(tls.handshake(rt::now() + 5s), 0);
+        char buf[8];
+        ASSERT_EQ(tls.read(buf, 1, rt::now() + 5s), 1);
+        got.append(buf, 1);
+        held = tls.buffered();
+        while (got.size() < 4) {
+          int64_t n = tls.read(buf, sizeof buf, rt::now() + 5s);
+          ASSERT_GT(n, 0);
+          got.append(buf, static_cast<std::size_t>(n));
+        }
+        after = tls.buffered();
+        tls.close_notify(rt::now() + 1s);
+      },
+      [&] {
+        int fd = connect_to(port_);
+        SSL* ssl = client_session(fd);
+        ASSERT_EQ(SSL_connect(ssl), 1);
+        SSL_write(ssl, "ab", 2);
+        SSL_write(ssl, "cd", 2);
+        char buf[16];
+        while (SSL_read(ssl, buf, sizeof buf) > 0) {
+        }
+        SSL_free(ssl);
+        ::close(fd);
+      });
+  EXPECT_EQ(got, "abcd");
+  EXPECT_TRUE(held);
+  EXPECT_FALSE(after);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TlsStreamTest,
