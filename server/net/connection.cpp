@@ -225,6 +225,7 @@ int64_t Connection::receive_tls(char* into, std::size_t room, rt::TimePoint dead
 
 Connection::Outcome Connection::go_idle() {
   release_work();
+  if (tls_) tls_->trim();
   idle_.store(true, std::memory_order_release);
   if (ctx_.draining.load(std::memory_order_acquire)) return Outcome::closed;
   // Listed before arming: once armed, the connection belongs to the readiness wait.
