@@ -186,6 +186,27 @@ std::string toml_list(const std::vector<std::string>& items) {
   return out + "]";
 }
 
+Rule path_list(std::vector<fs::path> Config::*member) {
+  return {[=](const toml::node& n, Config& c, const fs::path& base) -> std::string {
+            const auto* arr = n.as_array();
+            if (!arr) return "must be an array of strings (paths)";
+            std::vector<fs::path> out;
+            for (const auto& e : *arr) {
+              auto v = e.value_exact<std::string>();
+              if (!v || v->empty()) return "must be an array of non-empty strings (paths)";
+              fs::path p{*v};
+              out.push_back(p.is_absolute() ? p : (base / p).lexically_normal());
+            }
+            c.*member = std::move(out);
+            return {};
+          },
+          [=](const Config& c) {
+            std::vector<std::string> texts;
+            for (const auto& p : c.*member) texts.push_back(p.string());
+            return toml_list(texts);
+          }};
+}
+
 Rule string_list(std::vector<std::string> Config::*member) {
   Apply apply = [=](const toml::node& n, Config& c, const fs::path&) -> std::string {
     const auto* arr = n.as_array();
@@ -462,6 +483,7 @@ std::vector<Field> cache_and_log_fields() {
       {"tls", "ciphersuites", string(&Config::tls_ciphersuites, true)},
       {"tls", "session_tickets", boolean(&Config::tls_session_tickets)},
       {"tls", "session_cache", integer(&Config::tls_session_cache, 0, 10'000'000)},
+      {"tls", "session_ticket_keys", path_list(&Config::tls_session_ticket_keys)},
 
       {"metrics", "enabled", boolean(&Config::metrics)},
       {"metrics", "listen", single_listen(&Config::metrics_listen)},

@@ -11,6 +11,7 @@ TlsSettings tls_settings(const Config& c) {
   s.ciphersuites = c.tls_ciphersuites;
   s.session_tickets = c.tls_session_tickets;
   s.session_cache = c.tls_session_cache;
+  for (const auto& k : c.tls_session_ticket_keys) s.session_ticket_keys.push_back(k.string());
   return s;
 }
 

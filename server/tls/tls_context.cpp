@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "server/site/vhost.hpp"
+#include "server/tls/ticket_keys.hpp"
 
 namespace weft::http {
 namespace {
@@ -134,7 +135,8 @@ SSL_CTX* build(const TlsSettings& s, std::string& error) {
     SSL_CTX_sess_set_cache_size(ctx, static_cast<long>(s.session_cache));
   }
   if (!set_protocols(ctx, s.protocols, error) || !set_ciphers(ctx, s, error) ||
-      !load_pair(ctx, s, error)) {
+      !load_pair(ctx, s, error) ||
+      (!s.session_ticket_keys.empty() && !set_ticket_keys(ctx, s.session_ticket_keys, error))) {
     SSL_CTX_free(ctx);
     ERR_clear_error();
     return nullptr;

@@ -28,6 +28,10 @@ struct TlsSettings {
   // Sessions kept in the server's cache for resumption by id (TLS 1.2 without tickets);
   // 0: none. OpenSSL's default size.
   unsigned session_cache = 20480;
+  // Session-ticket key files, NGINX's format (80 bytes: name, HMAC-SHA256 key, AES-256 key;
+  // or 48: AES-128): the first encrypts new tickets, each decrypts (rotation: a new key first,
+  // the old ones after it, then SIGHUP). Empty: the library's random key, new per context.
+  std::vector<std::string> session_ticket_keys;
 };
 
 /// The server's TLS contexts: a default one and, by server name, the virtual hosts' own.

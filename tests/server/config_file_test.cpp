@@ -409,6 +409,7 @@ protocols = ["TLSv1.3"]
 ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256"
 session_tickets = false
 session_cache = 0
+session_ticket_keys = ["keys/new.key", "/abs/old.key"]
 [[vhosts]]
 host = "b.test"
 root = "/srv/b"
@@ -425,6 +426,8 @@ key = "b.key"
   EXPECT_EQ(c.tls_ciphers, "ECDHE-ECDSA-AES128-GCM-SHA256");
   EXPECT_FALSE(c.tls_session_tickets);
   EXPECT_EQ(c.tls_session_cache, 0u);
+  EXPECT_EQ(c.tls_session_ticket_keys,
+            (std::vector<fs::path>{"/etc/weft/keys/new.key", "/abs/old.key"}));
   EXPECT_EQ(c.vhosts.at(0).certificate, fs::path{"/etc/weft/b.crt"});
   EXPECT_EQ(c.vhosts.at(0).key, fs::path{"/etc/weft/b.key"});
   const std::string text = dump_config(c);

@@ -1,0 +1,114 @@
+#include "server/tls/ticket_keys.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+
+namespace weft::http {
+namespace {
+
+struct TicketKey {
+  unsigned char name[16];
+  unsigned char hmac[32];
+  unsigned char aes[32];
+  std::size_t size;  // 16 or 32: the length of each key
+};
+
+using TicketKeys = std::vector<TicketKey>;
+
+// The SSL_CTX's key list (ex_data), freed with the context.
+int keys_index() {
+  static const int index = SSL_CTX_get_ex_new_index(
+      0, nullptr, nullptr, nullptr, [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
+        delete static_cast<TicketKeys*>(ptr);
+      });
+  return index;
+}
+
+// Reads one key file; false with `error` set.
+bool read_key(const std::string& path, TicketKey& key, std::string& error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    error = "tls session ticket key " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (bytes.size() != 80 && bytes.size() != 48) {
+    error = "tls session ticket key " + path + ": " + std::to_string(bytes.size()) +
+            " bytes, expected 80 or 48 (openssl rand 80 > FILE)";
+    return false;
+  }
+  key.size = bytes.size() == 80 ? 32 : 16;
+  std::memcpy(key.name, bytes.data(), 16);
+  std::memcpy(key.hmac, bytes.data() + 16, key.size);
+  std::memcpy(key.aes, bytes.data() + 16 + key.size, key.size);
+  return true;
+}
+
+// Keys the ticket's MAC with `key` (HMAC-SHA256).
+bool set_mac(EVP_MAC_CTX* mac, TicketKey& key) {
+  char digest[] = "sha256";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, key.hmac, key.size),
+                         OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                         OSSL_PARAM_END};
+  return EVP_MAC_CTX_set_params(mac, params) == 1;
+}
+
+const EVP_CIPHER* cipher_of(const TicketKey& key) {
+  return key.size == 32 ? EVP_aes_256_cbc() : EVP_aes_128_cbc();
+}
+
+// OpenSSL's ticket callback: encrypt (enc = 1) with the first key; decrypt with the key the
+// ticket names, returning 2 (renew it) when that is not the first, 0 (a full handshake) when
+// no key has that name, -1 on failure.
+int on_ticket(SSL* ssl, unsigned char* name, unsigned char* iv, EVP_CIPHER_CTX* cipher,
+              EVP_MAC_CTX* mac, int enc) {
+  auto* keys = static_cast<TicketKeys*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), keys_index()));
+  if (!keys || keys->empty()) return -1;
+  if (enc == 1) {
+    TicketKey& k = keys->front();
+    std::memcpy(name, k.name, 16);
+    const int iv_len = EVP_CIPHER_get_iv_length(cipher_of(k));
+    if (RAND_bytes(iv, iv_len) != 1 ||
+        EVP_EncryptInit_ex(cipher, cipher_of(k), nullptr, k.aes, iv) != 1 || !set_mac(mac, k)) {
+      return -1;
+    }
+    return 1;
+  }
+  for (std::size_t i = 0; i < keys->size(); ++i) {
+    TicketKey& k = (*keys)[i];
+    if (std::memcmp(name, k.name, 16) != 0) continue;
+    if (EVP_DecryptInit_ex(cipher, cipher_of(k), nullptr, k.aes, iv) != 1 || !set_mac(mac, k)) {
+      return -1;
+    }
+    return i == 0 ? 1 : 2;
+  }
+  return 0;  // a key no longer listed: a full handshake
+}
+
+}  // namespace
+
+bool set_ticket_keys(SSL_CTX* ctx, const std::vector<std::string>& paths, std::string& error) {
+  auto keys = std::make_unique<TicketKeys>();
+  for (const auto& p : paths) {
+    TicketKey k{};
+    if (!read_key(p, k, error)) return false;
+    keys->push_back(k);
+  }
+  if (keys_index() < 0 || SSL_CTX_set_ex_data(ctx, keys_index(), keys.get()) != 1) {
+    error = "tls session ticket keys: no memory";
+    return false;
+  }
+  (void)keys.release();  // the context owns it now (freed by keys_index's callback)
+  SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, on_ticket);
+  return true;
+}
+
+}  // namespace weft::http
