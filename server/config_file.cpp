@@ -484,6 +484,10 @@ std::vector<Field> cache_and_log_fields() {
       {"tls", "session_tickets", boolean(&Config::tls_session_tickets)},
       {"tls", "session_cache", integer(&Config::tls_session_cache, 0, 10'000'000)},
       {"tls", "session_ticket_keys", path_list(&Config::tls_session_ticket_keys)},
+      {"tls", "stapling_file", path(&Config::tls_stapling_file)},
+      {"tls", "ktls",
+       choice(&Config::tls_ktls,
+              {{"auto", KernelTls::automatic}, {"on", KernelTls::on}, {"off", KernelTls::off}})},
 
       {"metrics", "enabled", boolean(&Config::metrics)},
       {"metrics", "listen", single_listen(&Config::metrics_listen)},
@@ -763,6 +767,9 @@ const std::vector<ItemKey<VhostConfig>>& vhost_keys() {
        like_tls("certificate",
                 [](VhostConfig& v, Config& c) { v.certificate = c.tls_certificate; })},
       {"key", false, like_tls("key", [](VhostConfig& v, Config& c) { v.key = c.tls_key; })},
+      {"stapling_file", false,
+       like_tls("stapling_file",
+                [](VhostConfig& v, Config& c) { v.stapling_file = c.tls_stapling_file; })},
   };
   return keys;
 }
@@ -853,6 +860,8 @@ std::string show_vhost(const VhostConfig& v) {
   if (!v.certificate.empty())
     out += fmt::format("certificate = {}\n", toml_quoted(v.certificate.string()));
   if (!v.key.empty()) out += fmt::format("key = {}\n", toml_quoted(v.key.string()));
+  if (!v.stapling_file.empty())
+    out += fmt::format("stapling_file = {}\n", toml_quoted(v.stapling_file.string()));
   return out;
 }
 
@@ -898,6 +907,12 @@ void check_addresses(Config& c, const fs::path& source) {
     if (v.certificate.empty() != v.key.empty()) {
       throw ConfigError(fmt::format(
           "{}: key 'vhosts.certificate': the [[vhosts]] \"{}\" needs both certificate and key",
+          v.origin, v.host));
+    }
+    if (!v.stapling_file.empty() && v.certificate.empty()) {
+      throw ConfigError(fmt::format(
+          "{}: key 'vhosts.stapling_file': the [[vhosts]] \"{}\" has no certificate of its own "
+          "(a staple answers for one certificate: [tls] stapling_file is the default one's)",
           v.origin, v.host));
     }
   }

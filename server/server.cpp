@@ -138,6 +138,18 @@ const char* signal_name(int sig) {
   }
 }
 
+// The start log's line on who makes the TLS records (tls.ktls, and what the kernel has).
+const char* kernel_tls_line(KernelTls ktls) {
+  if (ktls == KernelTls::off) return "kTLS off (tls.ktls): records in user space";
+  if (kernel_tls_available()) {
+    return "kTLS available: the kernel makes the records of sessions whose cipher it has, "
+           "file bodies go by sendfile/splice";
+  }
+  return ktls == KernelTls::on ? "kTLS asked (tls.ktls = \"on\") but not available: each "
+                                 "session falls back to records in user space"
+                               : "kTLS not available: records in user space";
+}
+
 }  // namespace
 
 // One loaded configuration and what it owns (see server.hpp).
@@ -221,12 +233,7 @@ bool Server::open() {
   if (config_.metrics) {
     spdlog::info("metrics on http://{}/metrics", config_.metrics_listen.to_string());
   }
-  if (!config_.listen_tls.empty()) {
-    // weft's TLS runs over memory buffers (tls_stream.hpp), which kernel TLS cannot take
-    // over: records are made in user space either way, and file bodies are read and sealed.
-    spdlog::info(kernel_tls_available() ? "kTLS available but not used: records in user space"
-                                        : "kTLS not available: records in user space");
-  }
+  if (!config_.listen_tls.empty()) spdlog::info("{}", kernel_tls_line(config_.tls_ktls));
   return true;
 }
 
@@ -282,6 +289,7 @@ std::unique_ptr<Server::Generation> Server::make_generation(Config config) {
       spdlog::critical("{}", err);
       return nullptr;
     }
+    for (const auto& note : ctx.tls->notes()) spdlog::warn("{}", note);
   }
   // Read area: the longest head the parser accepts plus one read (the arena for queued
   // response heads comes on top, see ConnectionWork).

@@ -38,6 +38,11 @@ using IoBackend = rt::IoBackendKind;  // io.backend
 enum class BodyPath { automatic, splice, sendfile };
 enum class SymlinkPolicy { follow, inside_root, deny };
 enum class AccessLogFormat { combined, json };
+
+/// When TLS sessions hand their records to the kernel (kTLS): `automatic` where the kernel has
+/// the "tls" ULP, `on` always asking (the library keeps the records itself for a connection
+/// the kernel refuses), `off` never.
+enum class KernelTls { automatic, on, off };
 enum class Revalidation { statx, inotify };
 enum class Precompressed { off, on, always };   // server.precompressed, like gzip_static
 enum class LingeringClose { on, always, off };  // server.lingering_close, like NGINX's
@@ -80,6 +85,7 @@ struct VhostConfig {
   // SNI (both or neither; empty: [tls]'s).
   std::filesystem::path certificate;
   std::filesystem::path key;
+  std::filesystem::path stapling_file;  // a DER OCSP response for `certificate`; empty: none
   std::string origin;
 };
 
@@ -191,6 +197,9 @@ struct Config {
   // Files of session-ticket keys (NGINX's ssl_session_ticket_key format: 80 or 48 bytes): the
   // first encrypts new tickets, every one decrypts; empty: a random key per configuration.
   std::vector<std::filesystem::path> tls_session_ticket_keys;
+  // A DER OCSP response for tls_certificate, stapled for clients that ask; empty: none.
+  std::filesystem::path tls_stapling_file;
+  KernelTls tls_ktls = KernelTls::automatic;
 
   // [metrics]
   bool metrics = false;

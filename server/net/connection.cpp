@@ -210,7 +210,10 @@ std::optional<Connection::Outcome> Connection::handshake() {
     return Outcome::closed;
   }
   handshaken_ = true;
-  writer_.use_tls(tls_.get());
+  if (tls_->asked_kernel()) ctx_.processor_metrics().on_tls_kernel(tls_->kernel_sends());
+  // Where the kernel makes the records, the writer sends plaintext to the socket as over
+  // plain HTTP (file bodies by sendfile/splice); otherwise through the session.
+  if (!tls_->kernel_sends()) writer_.use_tls(tls_.get());
   return std::nullopt;
 }
 

@@ -69,10 +69,15 @@ constexpr Family kTlsFailures{"weft_tls_handshake_failures_total", "counter",
                               "TLS handshakes that failed (not TLS, no shared protocol, the "
                               "client left) or passed timeouts.header."};
 
-constexpr std::array<const Family*, 14> kFamilies = {
+constexpr Family kTlsKernel{"weft_tls_kernel_sessions_total", "counter",
+                            "TLS handshakes completed that asked the kernel to make their records "
+                            "(tls.ktls), by who makes them: the kernel (kTLS), or the library "
+                            "where the kernel refused (no tls ULP, a cipher it lacks)."};
+
+constexpr std::array<const Family*, 15> kFamilies = {
     &kRequests,   &kResponseBytes, &kConnectionsOpen, &kConnections, &kRejected,
     &kShed,       &kPauses,        &kGateCloses,      &kFdHits,      &kFdMisses,
-    &kBodyRanges, &kColdBytes,     &kTlsHandshakes,   &kTlsFailures};
+    &kBodyRanges, &kColdBytes,     &kTlsHandshakes,   &kTlsFailures, &kTlsKernel};
 
 bool is_metric_name(std::string_view name) {
   const auto first = [](char c) {
@@ -124,6 +129,14 @@ void append_sample(std::string& out, const Family& f, std::uint64_t v) {
   fmt::format_to(std::back_inserter(out), "{} {}\n", f.name, v);
 }
 
+// A family of two samples told apart by one label: name{label="a"} and name{label="b"}.
+void append_pair(std::string& out, const Family& f, std::string_view label, std::string_view a,
+                 std::uint64_t va, std::string_view b, std::uint64_t vb) {
+  append_head(out, f.name, f.type, f.help);
+  fmt::format_to(std::back_inserter(out), "{0}{{{1}=\"{2}\"}} {3}\n{0}{{{1}=\"{4}\"}} {5}\n",
+                 f.name, label, a, va, b, vb);
+}
+
 }  // namespace
 
 Metrics::Metrics(unsigned processors)
@@ -164,6 +177,11 @@ void Metrics::on_tls_handshake(unsigned processor, bool ok) {
   (ok ? s.tls_handshakes : s.tls_handshake_failures).fetch_add(1, std::memory_order_relaxed);
 }
 
+void Metrics::on_tls_kernel(unsigned processor, bool took) {
+  Counters& s = counters_of(processor);
+  (took ? s.tls_kernel : s.tls_kernel_refused).fetch_add(1, std::memory_order_relaxed);
+}
+
 void Metrics::on_listen_pause(unsigned processor, unsigned queued) {
   Counters& s = counters_of(processor);
   s.listen_pauses.fetch_add(1, std::memory_order_relaxed);
@@ -192,27 +210,17 @@ void Metrics::add_gauge(std::string name, std::string help, std::function<double
 }
 
 std::string Metrics::render() const {
+  // Each counter summed over the processors' copies.
+  auto total = [this](std::atomic<uint64_t> Counters::*member) {
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < count_; ++i)
+      sum += (counters_[i].*member).load(std::memory_order_relaxed);
+    return sum;
+  };
   std::array<uint64_t, kCodes> requests{};
-  uint64_t bytes = 0, opened = 0, closed = 0, rejected = 0, shed = 0, pauses = 0, gates = 0,
-           hits = 0, misses = 0, resident = 0, cold = 0, cold_bytes = 0, tls_ok = 0, tls_failed = 0;
   for (unsigned i = 0; i < count_; ++i) {
-    const Counters& s = counters_[i];
     for (std::size_t c = 0; c < kCodes; ++c)
-      requests[c] += s.requests[c].load(std::memory_order_relaxed);
-    bytes += s.response_bytes.load(std::memory_order_relaxed);
-    closed += s.connections_closed.load(std::memory_order_relaxed);
-    opened += s.connections_opened.load(std::memory_order_relaxed);
-    rejected += s.connections_rejected.load(std::memory_order_relaxed);
-    shed += s.connections_shed.load(std::memory_order_relaxed);
-    pauses += s.listen_pauses.load(std::memory_order_relaxed);
-    gates += s.gate_closes.load(std::memory_order_relaxed);
-    hits += s.fd_cache_hits.load(std::memory_order_relaxed);
-    misses += s.fd_cache_misses.load(std::memory_order_relaxed);
-    resident += s.body_resident.load(std::memory_order_relaxed);
-    cold += s.body_cold.load(std::memory_order_relaxed);
-    cold_bytes += s.body_cold_bytes.load(std::memory_order_relaxed);
-    tls_ok += s.tls_handshakes.load(std::memory_order_relaxed);
-    tls_failed += s.tls_handshake_failures.load(std::memory_order_relaxed);
+      requests[c] += counters_[i].requests[c].load(std::memory_order_relaxed);
   }
 
   std::string out;
@@ -227,25 +235,27 @@ std::string Metrics::render() const {
                      kStatusCodes[c], requests[c]);
     }
   }
-  append_sample(out, kResponseBytes, bytes);
+  append_sample(out, kResponseBytes, total(&Counters::response_bytes));
   // Processors' counters are read one after another, so a close may be counted without its
   // open (made on another processor's, read earlier); the gauge is clamped rather than shown
   // negative.
+  const uint64_t opened = total(&Counters::connections_opened);
+  const uint64_t closed = total(&Counters::connections_closed);
   append_sample(out, kConnectionsOpen, opened > closed ? opened - closed : 0);
   append_sample(out, kConnections, opened);
-  append_sample(out, kRejected, rejected);
-  append_sample(out, kShed, shed);
-  append_sample(out, kPauses, pauses);
-  append_sample(out, kGateCloses, gates);
-  append_sample(out, kFdHits, hits);
-  append_sample(out, kFdMisses, misses);
-  append_head(out, kBodyRanges.name, kBodyRanges.type, kBodyRanges.help);
-  fmt::format_to(std::back_inserter(out),
-                 "{0}{{path=\"resident\"}} {1}\n{0}{{path=\"cold\"}} {2}\n", kBodyRanges.name,
-                 resident, cold);
-  append_sample(out, kColdBytes, cold_bytes);
-  append_sample(out, kTlsHandshakes, tls_ok);
-  append_sample(out, kTlsFailures, tls_failed);
+  append_sample(out, kRejected, total(&Counters::connections_rejected));
+  append_sample(out, kShed, total(&Counters::connections_shed));
+  append_sample(out, kPauses, total(&Counters::listen_pauses));
+  append_sample(out, kGateCloses, total(&Counters::gate_closes));
+  append_sample(out, kFdHits, total(&Counters::fd_cache_hits));
+  append_sample(out, kFdMisses, total(&Counters::fd_cache_misses));
+  append_pair(out, kBodyRanges, "path", "resident", total(&Counters::body_resident), "cold",
+              total(&Counters::body_cold));
+  append_sample(out, kColdBytes, total(&Counters::body_cold_bytes));
+  append_sample(out, kTlsHandshakes, total(&Counters::tls_handshakes));
+  append_sample(out, kTlsFailures, total(&Counters::tls_handshake_failures));
+  append_pair(out, kTlsKernel, "records", "kernel", total(&Counters::tls_kernel), "library",
+              total(&Counters::tls_kernel_refused));
 
   std::lock_guard lock(gauges_mutex_);
   for (const Gauge& g : gauges_) {

@@ -30,6 +30,8 @@
 //   weft_body_cold_bytes_total        counter, bytes it read through the I/O driver
 //   weft_tls_handshakes_total         counter, TLS handshakes completed (listen_tls)
 //   weft_tls_handshake_failures_total counter, TLS handshakes failed or timed out
+//   weft_tls_kernel_sessions_total{records="kernel"|"library"}  counter, of the handshakes
+//                                     that asked for kTLS (tls.ktls), who makes the records
 //   then each gauge registered with add_gauge(), in registration order.
 #pragma once
 
@@ -73,6 +75,9 @@ class Metrics {
   void on_shed_connection(unsigned processor);
   /// A TLS handshake ended: completed (`ok`), or failed or timed out.
   void on_tls_handshake(unsigned processor, bool ok);
+  /// A completed handshake asked the kernel to make its records (tls.ktls): it `took` them,
+  /// or refused (no "tls" ULP, a cipher it lacks) and the library makes them.
+  void on_tls_kernel(unsigned processor, bool took);
 
   /// Counts one overload pause of a listener, and the `queued` connections it reset.
   void on_listen_pause(unsigned processor, unsigned queued);
@@ -114,6 +119,8 @@ class Metrics {
     std::atomic<uint64_t> body_cold_bytes{0};
     std::atomic<uint64_t> tls_handshakes{0};
     std::atomic<uint64_t> tls_handshake_failures{0};
+    std::atomic<uint64_t> tls_kernel{0};
+    std::atomic<uint64_t> tls_kernel_refused{0};
   };
 
   struct Gauge {
@@ -160,6 +167,9 @@ class ProcessorMetrics {
   }
   void on_tls_handshake(bool ok) const {
     if (m_) m_->on_tls_handshake(p_, ok);
+  }
+  void on_tls_kernel(bool took) const {
+    if (m_) m_->on_tls_kernel(p_, took);
   }
   void on_listen_pause(unsigned queued) const {
     if (m_) m_->on_listen_pause(p_, queued);

@@ -12,6 +12,8 @@ TlsSettings tls_settings(const Config& c) {
   s.session_tickets = c.tls_session_tickets;
   s.session_cache = c.tls_session_cache;
   for (const auto& k : c.tls_session_ticket_keys) s.session_ticket_keys.push_back(k.string());
+  s.stapling_file = c.tls_stapling_file.string();
+  s.ktls = c.tls_ktls;
   return s;
 }
 
@@ -24,6 +26,7 @@ std::shared_ptr<const TlsContext> open_tls(const Config& c, std::string& error) 
     TlsSettings own = base;
     own.certificate = v.certificate.string();
     own.key = v.key.string();
+    own.stapling_file = v.stapling_file.string();  // [tls]'s is about another certificate
     if (!tls->add_server_names({v.host}, own, error)) {
       error = "[[vhosts]] \"" + v.host + "\": " + error;
       return nullptr;

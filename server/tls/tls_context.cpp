@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "server/site/vhost.hpp"
+#include "server/tls/ocsp_staple.hpp"
 #include "server/tls/ticket_keys.hpp"
 
 namespace weft::http {
@@ -114,8 +115,24 @@ bool load_pair(SSL_CTX* ctx, const TlsSettings& s, std::string& error) {
   return true;
 }
 
-// Returns a configured server context, or nullptr with `error` set.
-SSL_CTX* build(const TlsSettings& s, std::string& error) {
+// Staples s.stapling_file, if any; false with `error` set.
+bool staple(SSL_CTX* ctx, const TlsSettings& s, std::string& error,
+            std::vector<std::string>& notes) {
+  if (s.stapling_file.empty()) return true;
+  std::string note;
+  if (!set_ocsp_staple(ctx, s.stapling_file, error, note)) return false;
+  if (!note.empty()) notes.push_back(std::move(note));
+  return true;
+}
+
+// Whether sessions of `s` ask for kernel TLS.
+bool wants_kernel_tls(const TlsSettings& s) {
+  return s.ktls == KernelTls::on || (s.ktls == KernelTls::automatic && kernel_tls_available());
+}
+
+// Returns a configured server context, or nullptr with `error` set; a note on a file loaded
+// anyway goes to `notes`.
+SSL_CTX* build(const TlsSettings& s, std::string& error, std::vector<std::string>& notes) {
   ERR_clear_error();
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx) {
@@ -125,7 +142,8 @@ SSL_CTX* build(const TlsSettings& s, std::string& error) {
   // Renegotiation only serves attacks on a static server; released buffers keep an idle
   // TLS connection near a plain one's memory (NGINX sets the same mode).
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                               (s.session_tickets ? 0 : SSL_OP_NO_TICKET));
+                               (s.session_tickets ? 0 : SSL_OP_NO_TICKET) |
+                               (wants_kernel_tls(s) ? SSL_OP_ENABLE_KTLS : 0));
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   static const unsigned char kSessionContext[] = "weft";
   SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
@@ -136,20 +154,24 @@ SSL_CTX* build(const TlsSettings& s, std::string& error) {
   }
   if (!set_protocols(ctx, s.protocols, error) || !set_ciphers(ctx, s, error) ||
       !load_pair(ctx, s, error) ||
-      (!s.session_ticket_keys.empty() && !set_ticket_keys(ctx, s.session_ticket_keys, error))) {
+      (!s.session_ticket_keys.empty() && !set_ticket_keys(ctx, s.session_ticket_keys, error)) ||
+      !staple(ctx, s, error, notes)) {
     SSL_CTX_free(ctx);
     ERR_clear_error();
     return nullptr;
   }
+  ERR_clear_error();
   return ctx;
 }
 
 }  // namespace
 
 std::unique_ptr<TlsContext> TlsContext::create(const TlsSettings& s, std::string& error) {
-  SSL_CTX* ctx = build(s, error);
+  std::vector<std::string> notes;
+  SSL_CTX* ctx = build(s, error, notes);
   if (!ctx) return nullptr;
   std::unique_ptr<TlsContext> t(new TlsContext(ctx));
+  t->notes_ = std::move(notes);
   // The library's macro for this casts in C's style; the call it expands to, spelled out.
   SSL_CTX_callback_ctrl(ctx, SSL_CTRL_SET_TLSEXT_SERVERNAME_CB,
                         reinterpret_cast<void (*)()>(&TlsContext::on_server_name));
@@ -164,7 +186,7 @@ TlsContext::~TlsContext() {
 
 bool TlsContext::add_server_names(const std::vector<std::string>& names, const TlsSettings& s,
                                   std::string& error) {
-  SSL_CTX* ctx = build(s, error);
+  SSL_CTX* ctx = build(s, error, notes_);
   if (!ctx) return false;
   owned_.push_back(ctx);
   for (const auto& n : names) names_.push_back({n, ctx});

@@ -13,6 +13,8 @@
 
 #include <openssl/types.h>
 
+#include "server/core/config.hpp"
+
 namespace weft::http {
 
 /// One certificate chain with its key and the protocol settings that go with it ([tls], or a
@@ -32,6 +34,11 @@ struct TlsSettings {
   // or 48: AES-128): the first encrypts new tickets, each decrypts (rotation: a new key first,
   // the old ones after it, then SIGHUP). Empty: the library's random key, new per context.
   std::vector<std::string> session_ticket_keys;
+  // A DER OCSP response for `certificate`, stapled for clients that ask (ocsp_staple.hpp);
+  // empty: none.
+  std::string stapling_file;
+  // Whether sessions ask the kernel to take over their records (kTLS) after the handshake.
+  KernelTls ktls = KernelTls::automatic;
 };
 
 /// The server's TLS contexts: a default one and, by server name, the virtual hosts' own.
@@ -57,6 +64,10 @@ class TlsContext {
   /// Returns the context chosen for `server_name` (the default for an unknown or empty name).
   SSL_CTX* context_for(const char* server_name) const;
 
+  /// Returns what the operator should hear of the files loaded that did not stop them
+  /// loading (a stapled OCSP response out of date), one line each.
+  const std::vector<std::string>& notes() const { return notes_; }
+
  private:
   struct Named {
     std::string name;  // lower case; "*.x" for a wildcard
@@ -69,6 +80,7 @@ class TlsContext {
   SSL_CTX* default_;
   std::vector<SSL_CTX*> owned_;  // the virtual hosts' contexts
   std::vector<Named> names_;
+  std::vector<std::string> notes_;
 };
 
 /// Returns whether this kernel can take over TLS records (the "tls" upper layer protocol is

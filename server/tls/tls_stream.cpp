@@ -8,6 +8,7 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include "runtime/io.hpp"
@@ -83,21 +84,38 @@ const BIO_METHOD* records_method() {
 }  // namespace
 
 TlsStream::TlsStream(SSL* session, int fd) : ssl_(session), fd_(fd) {
+  if (ssl_ && (SSL_get_options(ssl_) & SSL_OP_ENABLE_KTLS)) {
+    // The library hands the keys to the kernel only through a socket BIO of its own (the
+    // TCP_ULP attach happens here, the keys after the handshake), so the handshake runs on
+    // the socket: non-blocking, waiting for readiness through rt::io (settle_socket).
+    socket_ = asked_kernel_ = SSL_set_fd(ssl_, fd) == 1;
+    if (!socket_) drop_session();
+    return;
+  }
+  attach_memory();
+}
+
+void TlsStream::attach_memory() {
   in_ = BIO_new(BIO_s_mem());
   out_ = records_method() ? BIO_new(records_method()) : nullptr;
   if (out_) BIO_set_data(out_, &records_);
   if (!in_ || !out_) {  // no memory: every call fails with -ENOMEM
-    if (ssl_) SSL_free(ssl_);
-    ssl_ = nullptr;
+    drop_session();
+    return;
   }
   // An empty input buffer means "not yet", not end of stream: the library then asks for more.
-  if (in_) BIO_set_mem_eof_return(in_, -1);
-  if (ssl_) SSL_set_bio(ssl_, in_, out_);
+  BIO_set_mem_eof_return(in_, -1);
+  if (ssl_) SSL_set_bio(ssl_, in_, out_);  // frees a socket BIO set before (not the fd)
+}
+
+void TlsStream::drop_session() {
+  if (ssl_) SSL_free(ssl_);  // with the BIOs it holds
+  ssl_ = nullptr;
 }
 
 TlsStream::~TlsStream() {
   if (ssl_) {
-    SSL_free(ssl_);  // and the two BIOs with it
+    SSL_free(ssl_);  // and its BIOs with it
   } else {
     BIO_free(in_);
     BIO_free(out_);
@@ -125,6 +143,7 @@ int64_t TlsStream::fill(rt::TimePoint deadline, rt::CancelToken* token) {
 
 int64_t TlsStream::settle(int rc, rt::TimePoint deadline, rt::CancelToken* token) {
   const int err = SSL_get_error(ssl_, rc);
+  if (socket_) return settle_socket(err, deadline, token);
   ERR_clear_error();  // the queue is this thread's; the waits below may move the fiber
   // Whatever the library wrote goes out first: handshake messages, alerts, tickets.
   const int64_t sent = flush(deadline, token);
@@ -145,12 +164,47 @@ int64_t TlsStream::settle(int rc, rt::TimePoint deadline, rt::CancelToken* token
   }
 }
 
+int64_t TlsStream::settle_socket(int err, rt::TimePoint deadline, rt::CancelToken* token) {
+  // The library read or wrote the socket itself: it reports the peer's leaving as a system
+  // error (a reset) or, at end of stream, as an unexpected EOF.
+  const bool left = err == SSL_ERROR_SYSCALL ||
+                    (err == SSL_ERROR_SSL &&
+                     ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING);
+  ERR_clear_error();
+  switch (err) {
+    case SSL_ERROR_NONE:
+      return kDone;
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE: {
+      const int r =
+          rt::io::poll(fd_, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, token);
+      return r < 0 ? r : kAgain;
+    }
+    case SSL_ERROR_ZERO_RETURN:
+      return kEnd;
+    default:
+      return left ? kEnd : -EPROTO;
+  }
+}
+
+int TlsStream::keep_socket_or_memory() {
+  kernel_sends_ = BIO_get_ktls_send(SSL_get_wbio(ssl_));
+  const bool kernel_reads = BIO_get_ktls_recv(SSL_get_rbio(ssl_));
+  if (kernel_sends_) return 0;  // reads stay with the library, on the socket
+  // OpenSSL 3 gives the kernel the receiving side only with the sending one (the same cipher,
+  // both directions in one handshake); a session that had it alone could not write here.
+  if (kernel_reads) return -EPROTO;
+  socket_ = false;  // refused: the library's records, through the memory buffers as any other
+  attach_memory();
+  return ssl_ ? 0 : -ENOMEM;
+}
+
 int TlsStream::handshake(rt::TimePoint deadline, rt::CancelToken* token) {
   if (!ssl_) return -ENOMEM;
   while (true) {
     ERR_clear_error();
     int64_t s = settle(SSL_do_handshake(ssl_), deadline, token);
-    if (s == kDone) return 0;
+    if (s == kDone) return socket_ ? keep_socket_or_memory() : 0;
     if (s == kEnd) return -ECONNRESET;
     if (s < 0) return static_cast<int>(s);
   }
@@ -180,8 +234,9 @@ int64_t TlsStream::write_all(const void* buf, std::size_t len, rt::TimePoint dea
 int64_t TlsStream::writev_all(const iovec* iov, int count, bool more, rt::TimePoint deadline,
                               rt::CancelToken* token, uint64_t* sent) {
   if (!ssl_) return -ENOMEM;
-  uint64_t written = 0;  // plaintext taken by the library
-  uint64_t out = 0;      // of it, the bytes whose records were sent
+  if (socket_) return -EOPNOTSUPP;  // kernel_sends(): the connection writes the socket itself
+  uint64_t written = 0;             // plaintext taken by the library
+  uint64_t out = 0;                 // of it, the bytes whose records were sent
   auto send = [&]() -> int64_t {
     const int64_t r = flush(deadline, token);
     if (r == 0) out = written;
@@ -209,6 +264,7 @@ int64_t TlsStream::writev_all(const iovec* iov, int count, bool more, rt::TimePo
 
 int64_t TlsStream::seal(const void* buf, std::size_t len) {
   if (!ssl_) return -ENOMEM;
+  if (socket_) return -EOPNOTSUPP;  // as writev_all
   if (len == 0) return 0;
   ERR_clear_error();
   // A memory BIO takes every record, so the library neither waits nor writes in part.
@@ -218,13 +274,20 @@ int64_t TlsStream::seal(const void* buf, std::size_t len) {
 }
 
 bool TlsStream::buffered() const {
-  return ssl_ && (SSL_pending(ssl_) > 0 || BIO_ctrl_pending(in_) > 0);
+  if (!ssl_) return false;
+  // On the socket, what the library read ahead is in its record buffer (SSL_has_pending).
+  return socket_ ? SSL_has_pending(ssl_) == 1 : SSL_pending(ssl_) > 0 || BIO_ctrl_pending(in_) > 0;
 }
 
 void TlsStream::close_notify(rt::TimePoint deadline, rt::CancelToken* token) {
   if (!ssl_ || !SSL_is_init_finished(ssl_)) return;
-  ERR_clear_error();
-  (void)SSL_shutdown(ssl_);
+  // On the socket the alert may find it full: waited for, a few times at most.
+  for (int tries = 0; tries < 4; ++tries) {
+    ERR_clear_error();
+    const int rc = SSL_shutdown(ssl_);
+    if (!socket_ || rc >= 0 || settle_socket(SSL_get_error(ssl_, rc), deadline, token) != kAgain)
+      break;
+  }
   ERR_clear_error();
   (void)flush(deadline, token);
 }

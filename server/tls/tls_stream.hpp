@@ -7,6 +7,12 @@
 // there; no processor ever blocks in the library. The cost is one copy of each record between
 // the BIO and the socket, a memcpy against the encryption itself.
 //
+// A session that asks for kernel TLS (SSL_OP_ENABLE_KTLS, tls.ktls) runs its handshake on the
+// socket instead, since OpenSSL hands the keys to the kernel only through its socket BIO. Where
+// the kernel then took the sending side (kernel_sends), the connection writes plaintext to the
+// socket itself, file bodies with sendfile/splice as over plain HTTP, and reads stay with the
+// library there; where it refused, the session goes on over the memory buffers as above.
+//
 // OpenSSL's error queue belongs to the thread, and a fiber may resume on another processor
 // after any wait: every call here empties the queue before it can wait.
 #pragma once
@@ -44,6 +50,14 @@ class TlsStream {
   /// Writes all len bytes as records and sends them; returns len or -errno.
   int64_t write_all(const void* buf, std::size_t len, rt::TimePoint deadline,
                     rt::CancelToken* token = nullptr);
+
+  /// Returns whether the kernel makes the records this session sends (kTLS), after the
+  /// handshake: the connection then writes plaintext to the socket itself, and writev_all,
+  /// write_all and seal fail with -EOPNOTSUPP.
+  bool kernel_sends() const { return kernel_sends_; }
+
+  /// Returns whether the session asked for kernel TLS (its handshake ran on the socket).
+  bool asked_kernel() const { return asked_kernel_; }
 
   /// Writes the `count` slices of `iov` as records, sending them whenever a batch is waiting
   /// and, unless `more`, the rest before it returns (with `more` they are held for the next
@@ -97,14 +111,25 @@ class TlsStream {
   // After an OpenSSL call returned `rc`: flushes, then receives when the library wants
   // input; returns 1 to call it again, or the call's result (0 end of stream, -errno).
   int64_t settle(int rc, rt::TimePoint deadline, rt::CancelToken* token);
+  // settle for a session on the socket: waits for the readiness the library wants.
+  int64_t settle_socket(int err, rt::TimePoint deadline, rt::CancelToken* token);
+  // After a handshake on the socket: stays there where the kernel took the sending side,
+  // else moves to the memory buffers; 0 or -errno.
+  int keep_socket_or_memory();
+  // Gives the session the memory BIOs (drops it when there is no memory for them).
+  void attach_memory();
+  void drop_session();
 
   SSL* ssl_;
-  BIO* in_;   // ciphertext from the client (owned by ssl_)
-  BIO* out_;  // ciphertext for the client (owned by ssl_): appends to records_
+  BIO* in_ = nullptr;   // ciphertext from the client (owned by ssl_); null on the socket
+  BIO* out_ = nullptr;  // ciphertext for the client (owned by ssl_): appends to records_
   // The records written and not yet sent. Kept between sends (a buffer grown anew for
   // every large body cost 15% of the CPU of 64 KiB responses), given back by trim().
   std::vector<char> records_;
   int fd_;
+  bool socket_ = false;        // the session reads and writes the socket (kernel TLS asked)
+  bool asked_kernel_ = false;  // it asked for kernel TLS
+  bool kernel_sends_ = false;  // the kernel makes the records it sends
 };
 
 }  // namespace weft::http

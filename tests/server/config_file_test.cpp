@@ -410,11 +410,14 @@ ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256"
 session_tickets = false
 session_cache = 0
 session_ticket_keys = ["keys/new.key", "/abs/old.key"]
+stapling_file = "ocsp/a.der"
+ktls = "off"
 [[vhosts]]
 host = "b.test"
 root = "/srv/b"
 certificate = "b.crt"
 key = "b.key"
+stapling_file = "b.der"
 )",
                           "/etc/weft/weft.toml");
   ASSERT_EQ(c.listen_tls.size(), 1u);
@@ -430,7 +433,12 @@ key = "b.key"
             (std::vector<fs::path>{"/etc/weft/keys/new.key", "/abs/old.key"}));
   EXPECT_EQ(c.vhosts.at(0).certificate, fs::path{"/etc/weft/b.crt"});
   EXPECT_EQ(c.vhosts.at(0).key, fs::path{"/etc/weft/b.key"});
+  EXPECT_EQ(c.tls_stapling_file, fs::path{"/etc/weft/ocsp/a.der"});
+  EXPECT_EQ(c.tls_ktls, KernelTls::off);
+  EXPECT_EQ(c.vhosts.at(0).stapling_file, fs::path{"/etc/weft/b.der"});
   const std::string text = dump_config(c);
+  EXPECT_NE(text.find("ktls = 'off'"), std::string::npos) << text;
+  EXPECT_NE(text.find("stapling_file = '/etc/weft/b.der'"), std::string::npos) << text;
   EXPECT_NE(text.find("listen_tls = ['127.0.0.1:8443']"), std::string::npos) << text;
   EXPECT_NE(text.find("certificate = '/etc/weft/b.crt'"), std::string::npos) << text;
   EXPECT_NE(text.find("listen = []  # none: server.listen_tls alone"), std::string::npos) << text;
@@ -444,6 +452,8 @@ key = "b.key"
   EXPECT_TRUE(plain.listen_tls.empty());
   EXPECT_EQ(plain.tls_protocols, (std::vector<std::string>{"TLSv1.2", "TLSv1.3"}));
   EXPECT_TRUE(plain.tls_session_tickets);
+  EXPECT_EQ(plain.tls_ktls, KernelTls::automatic);
+  EXPECT_TRUE(plain.tls_stapling_file.empty());
 }
 
 TEST(Config, TlsMistakesAreRefused) {
@@ -459,6 +469,10 @@ TEST(Config, TlsMistakesAreRefused) {
   expect_rejected("[[vhosts]]\nhost = \"b.test\"\nroot = \"/srv\"\ncertificate = \"b.crt\"\n",
                   {"key 'vhosts.certificate'", "needs both certificate and key"});
   expect_rejected("[tls]\nsession_tickets = \"yes\"\n", {"key 'tls.session_tickets'"});
+  expect_rejected("[tls]\nktls = \"always\"\n",
+                  {"key 'tls.ktls'", "must be one of \"auto\", \"on\", \"off\""});
+  expect_rejected("[[vhosts]]\nhost = \"b.test\"\nroot = \"/srv\"\nstapling_file = \"b.der\"\n",
+                  {"key 'vhosts.stapling_file'", "has no certificate of its own"});
 }
 
 // check_config (so weft -t) loads the certificates: a key of another certificate, or a file

@@ -6,7 +6,14 @@ keep-alive (several requests, pipelined ones, one after the connection idled), w
 to the TLS port (closed, nothing else harmed), a client that stalls mid-handshake (closed after
 timeouts.header while others are served), random first bytes (a bounded count), SIGHUP
 loading new certificates while an open connection keeps its session, and weft -t naming a key
-that does not match. Certificates: ECDSA P-256, made with the openssl command."""
+that does not match. Certificates: ECDSA P-256, made with the openssl command.
+
+The same again with tls.ktls = "on" (TlsKernelAsked): every session runs its handshake on the
+socket and asks the kernel for its records; this VM's kernel has no "tls" ULP, so each falls
+back to the library's records (the metric says so), and everything above still holds. OCSP
+stapling (TlsStapling): a CA-signed certificate's response stapled for clients that ask, a
+[[vhosts]] certificate's own, and weft -t refusing a file that is not a response or is about
+another certificate."""
 
 import hashlib
 import http.client
@@ -42,6 +49,61 @@ def make_cert(folder, stem, name):
                     "-subj", "/CN=" + name, "-addext", "subjectAltName=DNS:" + name],
                    check=True, capture_output=True)
     return crt, key
+
+
+def make_ca(folder):
+    """Writes folder/ca.crt and folder/ca.key: a self-signed ECDSA P-256 CA; returns them."""
+    crt, key = os.path.join(folder, "ca.crt"), os.path.join(folder, "ca.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", crt, "-days", "2",
+                    "-subj", "/CN=weft test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+                    "-addext", "keyUsage=keyCertSign,cRLSign"], check=True, capture_output=True)
+    return crt, key
+
+
+def make_signed_cert(folder, stem, name, ca):
+    """Writes folder/stem.pem (a certificate for `name` signed by `ca`, then ca's own: a full
+    chain) and folder/stem.key; returns (chain, key, leaf certificate)."""
+    leaf, key = os.path.join(folder, stem + ".crt"), os.path.join(folder, stem + ".key")
+    csr, ext = os.path.join(folder, stem + ".csr"), os.path.join(folder, stem + ".ext")
+    subprocess.run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=" + name],
+                   check=True, capture_output=True)
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:%s\n" % name)
+    subprocess.run(["openssl", "x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1],
+                    "-CAcreateserial", "-out", leaf, "-days", "2", "-extfile", ext],
+                   check=True, capture_output=True)
+    chain = os.path.join(folder, stem + ".pem")
+    with open(chain, "wb") as out:
+        for part in (leaf, ca[0]):
+            with open(part, "rb") as f:
+                out.write(f.read())
+    return chain, key, leaf
+
+
+def make_ocsp_response(folder, stem, leaf, ca, status="V"):
+    """Writes folder/stem.der: the CA's OCSP response about `leaf` (status "V" good or "R"
+    revoked), as `openssl ocsp` answers from its index file; returns its path."""
+    serial = subprocess.run(["openssl", "x509", "-in", leaf, "-noout", "-serial"], check=True,
+                            capture_output=True).stdout.decode().strip().split("=")[1]
+    index = os.path.join(folder, stem + ".index")
+    with open(index, "w") as f:
+        f.write("%s\t491231235959Z\t%s\t%s\tunknown\t/CN=x\n"
+                % (status, "251201000000Z" if status == "R" else "", serial))
+    req, resp = os.path.join(folder, stem + ".req"), os.path.join(folder, stem + ".der")
+    subprocess.run(["openssl", "ocsp", "-issuer", ca[0], "-cert", leaf, "-reqout", req,
+                    "-no_nonce"], check=True, capture_output=True)
+    subprocess.run(["openssl", "ocsp", "-index", index, "-rsigner", ca[0], "-rkey", ca[1],
+                    "-CA", ca[0], "-reqin", req, "-respout", resp, "-ndays", "1"],
+                   check=True, capture_output=True)
+    return resp
+
+
+def kernel_has_tls():
+    """Returns whether this kernel lists the "tls" ULP (weft loads its module at start)."""
+    with open("/proc/sys/net/ipv4/tcp_available_ulp") as f:
+        return "tls" in f.read().split()
 
 
 def s_client(port, *args, stdin=b"", timeout=10):
@@ -123,9 +185,20 @@ class Tls:
         self.assertEqual(body, site.HELLO)
 
     def test_start_log_names_where_records_are_made(self):
-        # This VM's kernel has no "tls" ULP; either way weft makes records in user space.
-        self.assertRegex(self.srv.log(), r"kTLS (not available|available but not used): "
-                                         r"records in user space")
+        self.assertRegex(self.srv.log(), r"kTLS (not available: records in user space|"
+                                         r"available: the kernel makes the records)")
+
+    def test_sessions_that_asked_the_kernel_are_counted(self):
+        self.still_serves()
+        handshakes = metric(self.metrics_port, "weft_tls_handshakes_total")
+        kernel = metric(self.metrics_port, 'weft_tls_kernel_sessions_total{records="kernel"}')
+        library = metric(self.metrics_port, 'weft_tls_kernel_sessions_total{records="library"}')
+        if self.settings["tls"].get("ktls") == "on" or kernel_has_tls():
+            self.assertEqual(kernel + library, handshakes)  # every session asked
+        else:
+            self.assertEqual(kernel + library, 0)  # none asked: kTLS cannot be had here
+        if not kernel_has_tls():
+            self.assertEqual(kernel, 0)
 
     def test_tls12_and_tls13(self):
         for flags, version in ((["--tlsv1.2", "--tls-max", "1.2"], "TLSv1.2"),
@@ -277,10 +350,64 @@ class Tls:
                     s.settimeout(HEADER_TIMEOUT + 8)
                     while s.recv(4096):
                         pass
-                except (ConnectionResetError, BrokenPipeError):
+                # Refused and reset before the client is done (ENOTCONN at shutdown): fine.
+                except OSError:
                     pass
         self.still_serves()
         self.assertGreater(metric(self.metrics_port, "weft_tls_handshake_failures_total"), 0)
+
+
+class TlsKernelAsked(Tls):
+    """Every test of Tls with tls.ktls = "on": the handshakes run on the socket."""
+
+    @classmethod
+    def make_root(cls, base):
+        root = super(TlsKernelAsked, cls).make_root(base)
+        cls.settings["tls"]["ktls"] = "on"
+        return root
+
+    def test_start_log_names_where_records_are_made(self):
+        self.assertRegex(self.srv.log(), r'kTLS (asked \(tls.ktls = "on"\) but not available: '
+                                         r'each session falls back to records in user space|'
+                                         r"available: the kernel makes the records)")
+
+
+class TlsStapling(unittest.TestCase):
+    """tls.stapling_file and a [[vhosts]] stapling_file: a client asking for the certificate's
+    status (s_client -status) gets the file's response; a revoked one is stapled and named in
+    the log."""
+
+    def test_staples_for_the_default_and_the_vhost_certificate(self):
+        from weft_harness import WeftServer
+        base = tempfile.mkdtemp(prefix="weft-tls-")
+        srv = None
+        try:
+            root = site.build(base)
+            ca = make_ca(base)
+            chain, key, leaf = make_signed_cert(base, "a", "localhost", ca)
+            b_chain, b_key, b_leaf = make_signed_cert(base, "b", "b.test", ca)
+            good = make_ocsp_response(base, "a", leaf, ca)
+            revoked = make_ocsp_response(base, "b", b_leaf, ca, status="R")
+            port = free_port()
+            srv = WeftServer(root, "io_uring", {
+                "server": {"listen_tls": ["127.0.0.1:%d" % port]},
+                "tls": {"certificate": chain, "key": key, "stapling_file": good}},
+                extra='\n[[vhosts]]\nhost = "b.test"\nroot = "%s"\ncertificate = "%s"\n'
+                      'key = "%s"\nstapling_file = "%s"\n' % (root, b_chain, b_key, revoked))
+            srv.start()
+            out = s_client(port, "-status", "-servername", "localhost", "-CAfile", ca[0])
+            self.assertIn("OCSP Response Status: successful", out)
+            self.assertIn("Cert Status: good", out)
+            self.assertIn("Verify return code: 0 (ok)", out)
+            out = s_client(port, "-status", "-servername", "b.test")
+            self.assertIn("Cert Status: revoked", out)
+            self.assertIn("says the certificate is revoked; stapled as it is", srv.log())
+            self.assertNotIn("OCSP Response Status", s_client(port, "-servername", "localhost"))
+            self.assertEqual(srv.stop(), 0, srv.log())
+        finally:
+            if srv:
+                srv.cleanup()
+            shutil.rmtree(base, ignore_errors=True)
 
 
 class TlsReload(unittest.TestCase):
@@ -349,8 +476,42 @@ class TlsConfigTest(unittest.TestCase):
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
+    def weft_t(self, text):
+        """Runs weft -t on the configuration `text`; returns (exit status, stderr)."""
+        conf = os.path.join(self.base, "weft.toml")
+        with open(conf, "w") as f:
+            f.write(text)
+        out = subprocess.run([WEFT, "-t", "-c", conf], capture_output=True, timeout=30)
+        return out.returncode, out.stderr.decode()
 
-per_backend(globals(), Tls)
+    def test_stapling_file_that_does_not_fit_is_named(self):
+        self.base = tempfile.mkdtemp(prefix="weft-tls-")
+        try:
+            ca = make_ca(self.base)
+            chain, key, _ = make_signed_cert(self.base, "a", "a.test", ca)
+            _, _, other_leaf = make_signed_cert(self.base, "b", "b.test", ca)
+            garbage = os.path.join(self.base, "garbage.der")
+            with open(garbage, "wb") as f:
+                f.write(b"not an OCSP response")
+            other = make_ocsp_response(self.base, "b", other_leaf, ca)
+            head = ('[server]\nroot = "%s"\nlisten_tls = ["127.0.0.1:1"]\n[tls]\n'
+                    'certificate = "%s"\nkey = "%s"\n' % (self.base, chain, key))
+            for staple, why in ((garbage, "not a DER OCSP response"),
+                                (other, "not about this certificate"),
+                                (os.path.join(self.base, "none.der"), "No such file")):
+                rc, err = self.weft_t(head + 'stapling_file = "%s"\n' % staple)
+                self.assertEqual(rc, 1, err)
+                self.assertIn("tls stapling file " + staple + ": " + why, err)
+            rc, err = self.weft_t(head + '[[vhosts]]\nhost = "c.test"\nroot = "%s"\n'
+                                  'stapling_file = "%s"\n' % (self.base, other))
+            self.assertEqual(rc, 1, err)
+            self.assertIn("'vhosts.stapling_file'", err)
+            self.assertIn("has no certificate of its own", err)
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
+per_backend(globals(), Tls, TlsKernelAsked)
 for _backend in os.environ.get("WEFT_BACKENDS", "io_uring epoll").split():
     globals()["TlsReload_" + _backend] = type("TlsReload_" + _backend, (TlsReload,),
                                              {"backend": _backend})

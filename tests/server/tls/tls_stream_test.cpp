@@ -431,6 +431,78 @@ TEST_P(TlsStreamTest, BufferedTellsOfPlaintextLeftInTheSession) {
   EXPECT_FALSE(after);
 }
 
+// tls.ktls = "on": the handshake runs on the socket (OpenSSL's socket BIO, the fiber waiting
+// for readiness). Where the kernel took the sending side the plaintext goes to the socket as
+// is; where it refused (no "tls" ULP, as on this VM) the session goes on over the memory
+// buffers. Either way the client reads "pong", for TLS 1.3 and 1.2.
+TEST_P(TlsStreamTest, AskingTheKernelRunsTheHandshakeOnTheSocket) {
+  auto pair = testing::make_cert(dir_, "kernel", "kernel.test");
+  TlsSettings settings = testing::settings_for(pair);
+  settings.ktls = KernelTls::on;
+  std::string error;
+  ctx_ = TlsContext::create(settings, error);
+  ASSERT_TRUE(ctx_) << error;
+  bool asked[2] = {false, false}, kernel[2] = {true, true};
+  std::string protocol[2], got[2];
+  int i = 0;
+  run(
+      2,
+      [&](TlsStream& tls) {
+        ASSERT_EQ(tls.handshake(rt::now() + 5s), 0);
+        asked[i] = tls.asked_kernel();
+        kernel[i] = tls.kernel_sends();
+        protocol[i] = tls.protocol();
+        char buf[16] = {};
+        ASSERT_EQ(tls.read(buf, sizeof buf, rt::now() + 5s), 4);
+        EXPECT_STREQ(buf, "ping");
+        if (tls.kernel_sends()) {
+          EXPECT_EQ(tls.write_all("pong", 4, rt::now() + 5s), -EOPNOTSUPP);
+          EXPECT_EQ(
+              rt::io::send_all(SSL_get_fd(tls.session()), "pong", 4, MSG_NOSIGNAL, rt::now() + 5s),
+              4);
+        } else {
+          EXPECT_EQ(tls.write_all("pong", 4, rt::now() + 5s), 4);
+        }
+        tls.close_notify(rt::now() + 1s);
+        ++i;
+      },
+      [&] {
+        for (int k = 0; k < 2; ++k) {
+          int fd = connect_to(port_);
+          SSL* ssl = client_session(fd, nullptr, k == 0 ? 0 : TLS1_2_VERSION);
+          got[k] = ping(ssl);
+          SSL_free(ssl);
+          ::close(fd);
+        }
+      });
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(got[k], "pong") << k;
+    EXPECT_TRUE(asked[k]);
+    if (!kernel_tls_available()) {
+      EXPECT_FALSE(kernel[k]);
+    }
+  }
+  EXPECT_EQ(protocol[0], "TLSv1.3");
+  EXPECT_EQ(protocol[1], "TLSv1.2");
+}
+
+// On the socket too, a client that leaves mid-handshake ends it as the peer's leaving.
+TEST_P(TlsStreamTest, AClientLeavingMidHandshakeOnTheSocketIsAReset) {
+  TlsSettings settings = testing::settings_for(testing::make_cert(dir_, "k", "k.test"));
+  settings.ktls = KernelTls::on;
+  std::string error;
+  ctx_ = TlsContext::create(settings, error);
+  ASSERT_TRUE(ctx_) << error;
+  int result = 1;
+  run(
+      1, [&](TlsStream& tls) { result = tls.handshake(rt::now() + 5s); },
+      [&] {
+        int fd = connect_to(port_);
+        ::close(fd);
+      });
+  EXPECT_EQ(result, -ECONNRESET);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, TlsStreamTest,
                          ::testing::Values(rt::IoBackendKind::io_uring, rt::IoBackendKind::epoll),
                          [](const auto& p) {

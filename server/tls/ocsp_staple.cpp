@@ -1,0 +1,129 @@
+#include "server/tls/ocsp_staple.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include <openssl/ocsp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+namespace weft::http {
+namespace {
+
+using Staple = std::string;  // the response's DER bytes
+
+// The SSL_CTX's staple (ex_data), freed with the context.
+int staple_index() {
+  static const int index = SSL_CTX_get_ex_new_index(
+      0, nullptr, nullptr, nullptr, [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
+        delete static_cast<Staple*>(ptr);
+      });
+  return index;
+}
+
+// OpenSSL's status callback, called when a client asks for a staple: a copy of the response
+// for the library to send (it frees the copy with the session).
+int on_status_request(SSL* ssl, void* arg) {
+  const auto* staple = static_cast<const Staple*>(arg);
+  if (!staple || staple->empty()) return SSL_TLSEXT_ERR_NOACK;
+  auto* copy = static_cast<unsigned char*>(OPENSSL_malloc(staple->size()));
+  if (!copy) return SSL_TLSEXT_ERR_NOACK;
+  std::memcpy(copy, staple->data(), staple->size());
+  if (SSL_set_tlsext_status_ocsp_resp(ssl, copy, static_cast<long>(staple->size())) != 1) {
+    OPENSSL_free(copy);
+    return SSL_TLSEXT_ERR_NOACK;
+  }
+  return SSL_TLSEXT_ERR_OK;
+}
+
+// Returns the certificate in ctx's chain that issued `leaf`, or nullptr.
+X509* issuer_of(SSL_CTX* ctx, X509* leaf) {
+  STACK_OF(X509)* chain = nullptr;
+  if (SSL_CTX_get0_chain_certs(ctx, &chain) != 1 || !chain) return nullptr;
+  for (int i = 0; i < sk_X509_num(chain); ++i) {
+    X509* c = sk_X509_value(chain, i);
+    if (X509_check_issued(c, leaf) == X509_V_OK) return c;
+  }
+  return nullptr;
+}
+
+// Returns whether `single` is about `leaf`: its whole certificate id (issuer name and key
+// hashes, serial) where the chain holds the issuer, else its serial number alone.
+bool about(OCSP_SINGLERESP* single, X509* leaf, X509* issuer) {
+  const OCSP_CERTID* id = OCSP_SINGLERESP_get0_id(single);
+  ASN1_OBJECT* md = nullptr;
+  ASN1_INTEGER* serial = nullptr;
+  if (OCSP_id_get0_info(nullptr, &md, nullptr, &serial, const_cast<OCSP_CERTID*>(id)) != 1) {
+    return false;
+  }
+  if (!issuer) return serial && ASN1_INTEGER_cmp(serial, X509_get0_serialNumber(leaf)) == 0;
+  const EVP_MD* digest = EVP_get_digestbyobj(md);
+  OCSP_CERTID* mine = digest ? OCSP_cert_to_id(digest, leaf, issuer) : nullptr;
+  const bool same = mine && OCSP_id_cmp(mine, id) == 0;
+  OCSP_CERTID_free(mine);
+  return same;
+}
+
+// Checks that `der` is a successful response about ctx's certificate; "" or why not. Sets
+// `note` for a response out of date or a revoked certificate.
+std::string check(SSL_CTX* ctx, const Staple& der, std::string& note) {
+  const auto* p = reinterpret_cast<const unsigned char*>(der.data());
+  std::unique_ptr<OCSP_RESPONSE, decltype(&OCSP_RESPONSE_free)> response(
+      d2i_OCSP_RESPONSE(nullptr, &p, static_cast<long>(der.size())), OCSP_RESPONSE_free);
+  if (!response || p != reinterpret_cast<const unsigned char*>(der.data()) + der.size()) {
+    return "not a DER OCSP response";
+  }
+  const int status = OCSP_response_status(response.get());
+  if (status != OCSP_RESPONSE_STATUS_SUCCESSFUL) {
+    return std::string("the responder answered \"") + OCSP_response_status_str(status) + "\"";
+  }
+  std::unique_ptr<OCSP_BASICRESP, decltype(&OCSP_BASICRESP_free)> basic(
+      OCSP_response_get1_basic(response.get()), OCSP_BASICRESP_free);
+  X509* leaf = SSL_CTX_get0_certificate(ctx);
+  if (!basic || !leaf) return "no basic response in it";
+  X509* issuer = issuer_of(ctx, leaf);
+  for (int i = 0; i < OCSP_resp_count(basic.get()); ++i) {
+    OCSP_SINGLERESP* single = OCSP_resp_get0(basic.get(), i);
+    if (!about(single, leaf, issuer)) continue;
+    int reason = 0;
+    ASN1_GENERALIZEDTIME *revoked = nullptr, *this_update = nullptr, *next_update = nullptr;
+    const int cert = OCSP_single_get0_status(single, &reason, &revoked, &this_update, &next_update);
+    if (cert == V_OCSP_CERTSTATUS_REVOKED) note = "says the certificate is revoked";
+    // Five minutes of clock skew, as `openssl ocsp` allows.
+    else if (!OCSP_check_validity(this_update, next_update, 300, -1))
+      note = "is out of date";
+    return "";
+  }
+  return "not about this certificate";
+}
+
+}  // namespace
+
+bool set_ocsp_staple(SSL_CTX* ctx, const std::string& path, std::string& error, std::string& note) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    error = "tls stapling file " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  auto staple = std::make_unique<Staple>((std::istreambuf_iterator<char>(f)),
+                                         std::istreambuf_iterator<char>());
+  if (std::string why = check(ctx, *staple, note); !why.empty()) {
+    error = "tls stapling file " + path + ": " + why;
+    return false;
+  }
+  if (!note.empty()) note = "tls stapling file " + path + " " + note + "; stapled as it is";
+  if (staple_index() < 0 || SSL_CTX_set_ex_data(ctx, staple_index(), staple.get()) != 1) {
+    error = "tls stapling file " + path + ": no memory";
+    return false;
+  }
+  // The library's macro for this casts in C's style; the call it expands to, spelled out.
+  SSL_CTX_callback_ctrl(ctx, SSL_CTRL_SET_TLSEXT_STATUS_REQ_CB,
+                        reinterpret_cast<void (*)()>(&on_status_request));
+  SSL_CTX_set_tlsext_status_arg(ctx, staple.release());  // owned by the context's ex_data now
+  return true;
+}
+
+}  // namespace weft::http
