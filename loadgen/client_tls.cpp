@@ -1,8 +1,6 @@
 #include "loadgen/client_tls.hpp"
 
 #include <arpa/inet.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 
 namespace weft::load {
 namespace {

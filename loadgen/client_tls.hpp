@@ -12,12 +12,8 @@
 #include <mutex>
 #include <string>
 
-#include <openssl/types.h>
-
 #include "loadgen/tls_counts.hpp"
-
-// As openssl/ssl.h declares it (types.h does not).
-typedef struct ssl_session_st SSL_SESSION;
+#include "server/tls/tls_library.hpp"
 
 namespace weft::load {
 

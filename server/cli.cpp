@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "server/config_file.hpp"
+#include "server/tls/tls_library.hpp"
 
 #include "weft_version.hpp"
 
@@ -20,7 +21,9 @@ namespace weft::http {
 CliParse parse_command_line(int argc, const char* const* argv) {
   CliOptions o;
   CLI::App app{"weft: a static HTTP/1.1 file server on an M:N io_uring runtime", "weft"};
-  app.set_version_flag("-v,--version", std::string{"weft "} + kWeftVersion);
+  // The TLS library on the first line too: a build may link wolfSSL instead of OpenSSL.
+  app.set_version_flag("-v,--version",
+                       std::string{"weft "} + kWeftVersion + " (TLS: " + kTlsLibrary + ")");
   app.add_option("-c,--config", o.config_file,
                  "configuration file (TOML); default $WEFT_CONFIG, else " +
                      default_config_path().string() + " if it exists, else built-in defaults");

@@ -31,6 +31,7 @@
 #include "server/ops/log.hpp"
 #include "server/ops/metrics.hpp"
 #include "server/tls/tls_config.hpp"
+#include "server/tls/tls_library.hpp"
 
 #include "weft_version.hpp"
 
@@ -139,7 +140,9 @@ const char* signal_name(int sig) {
 }
 
 // The start log's line on who makes the TLS records (tls.ktls, and what the kernel has).
-const char* kernel_tls_line(KernelTls ktls) {
+std::string kernel_tls_line(KernelTls ktls) {
+  if (!kLibraryHasKernelTls)
+    return std::string("kTLS not in ") + kTlsLibrary + ": records in user space";
   if (ktls == KernelTls::off) return "kTLS off (tls.ktls): records in user space";
   if (kernel_tls_available()) {
     return "kTLS available: the kernel makes the records of sessions whose cipher it has, "

@@ -251,13 +251,7 @@ bool ResponseWriter::send_auto(const FileEntry& file, uint64_t offset, uint64_t 
   bool all_resident = true;
   while (length > 0) {
     const uint64_t n = std::min(length, kResidencyRange);
-    // A file found wholly cached a moment ago is still cached: its pages were just used, so
-    // they are the last the kernel would evict. Skipping the question then keeps the cost
-    // of "auto" off hot files. Looked at per piece: the memo lapses during a long body.
-    const bool recent =
-        rt::to_ns(rt::coarse_now()) - file.resident_ns.load(std::memory_order_relaxed) <
-        kResidentMemoNs;
-    const bool resident = recent || range_resident(file.fd, offset, n);
+    const bool resident = piece_resident(file, offset, n);
     all_resident = all_resident && resident;
     const int64_t done = resident ? send_resident_piece(file, offset, n, sent)
                                   : send_cold_piece(file, offset, length, more, sent);
@@ -271,6 +265,16 @@ bool ResponseWriter::send_auto(const FileEntry& file, uint64_t offset, uint64_t 
   // Wholly cached as of the start: the oldest time every piece can vouch for.
   if (whole && all_resident) file.resident_ns.store(start, std::memory_order_relaxed);
   return true;
+}
+
+bool ResponseWriter::piece_resident(const FileEntry& file, uint64_t offset, uint64_t length) {
+  // A file found wholly cached a moment ago is still cached: its pages were just used, so
+  // they are the last the kernel would evict. Skipping the question then keeps the cost
+  // of "auto" off hot files. Looked at per piece: the memo lapses during a long body.
+  const bool recent =
+      rt::to_ns(rt::coarse_now()) - file.resident_ns.load(std::memory_order_relaxed) <
+      kResidentMemoNs;
+  return recent || range_resident(file.fd, offset, length);
 }
 
 int64_t ResponseWriter::send_resident_piece(const FileEntry& file, uint64_t offset, uint64_t length,
@@ -304,7 +308,7 @@ int64_t ResponseWriter::send_room() const {
   return std::max<int64_t>(0, int64_t{buffer} - queued);
 }
 
-int64_t ResponseWriter::wait_for_room(const FileEntry& file) {
+std::optional<int64_t> ResponseWriter::wait_for_room(const FileEntry& file) {
   // Room first: a client that reads slowly waits here holding no buffer, and what is read
   // is what the socket takes, so the buffer goes back as soon as the send returns.
   int64_t room = send_room();
@@ -312,20 +316,25 @@ int64_t ResponseWriter::wait_for_room(const FileEntry& file) {
     const int ready = io::poll(fd_, POLLOUT, send_deadline(), &token_);
     if (ready < 0) {
       on_body_error(file, ready);
-      return -2;
+      return std::nullopt;
     }
     room = send_room();
   }
   return room;
 }
 
-int64_t ResponseWriter::send_cold_piece(const FileEntry& file, uint64_t offset, uint64_t length,
-                                        bool more, uint64_t* sent) {
-  int64_t room = wait_for_room(file);
-  if (room == -2) return -1;
+uint64_t ResponseWriter::piece_size(uint64_t length, int64_t room) const {
   uint64_t want = std::min<uint64_t>(length, ctx_.config.cold_read_size);
   if (room >= 0)
     want = std::min(want, std::max<uint64_t>(static_cast<uint64_t>(room), kMinColdPiece));
+  return want;
+}
+
+int64_t ResponseWriter::send_cold_piece(const FileEntry& file, uint64_t offset, uint64_t length,
+                                        bool more, uint64_t* sent) {
+  const std::optional<int64_t> room = wait_for_room(file);
+  if (!room) return -1;
+  const uint64_t want = piece_size(length, *room);
   ResourcePool& pool = ctx_.pool();
   std::unique_ptr<char[]> buf = pool.take_buffer(send_deadline());  // at most max_lent_buffers()
   if (!buf) {
@@ -361,17 +370,12 @@ bool ResponseWriter::send_tls_file(const FileEntry& file, uint64_t offset, uint6
 
 int64_t ResponseWriter::send_tls_piece(const FileEntry& file, uint64_t offset, uint64_t length,
                                        uint64_t* sent) {
-  const int64_t room = wait_for_room(file);
-  if (room == -2) return -1;
-  uint64_t want = std::min<uint64_t>(length, ctx_.config.cold_read_size);
-  if (room >= 0)
-    want = std::min(want, std::max<uint64_t>(static_cast<uint64_t>(room), kMinColdPiece));
+  const std::optional<int64_t> room = wait_for_room(file);
+  if (!room) return -1;
+  const uint64_t want = piece_size(length, *room);
   // Cached pages are copied on the processor (a read that cannot wait for the disk); the
   // others go the cold path's way, so a processor never waits for the disk here either.
-  const bool recent =
-      rt::to_ns(rt::coarse_now()) - file.resident_ns.load(std::memory_order_relaxed) <
-      kResidentMemoNs;
-  const bool resident = recent || range_resident(file.fd, offset, want);
+  const bool resident = piece_resident(file, offset, want);
   ResourcePool& pool = ctx_.pool();
   std::unique_ptr<char[]> buf = pool.take_buffer(send_deadline());
   if (!buf) {

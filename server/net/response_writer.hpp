@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "runtime/cancel.hpp"
@@ -121,9 +122,15 @@ class ResponseWriter {
   int64_t send_room() const;
   bool send_with_splice(const FileEntry& file, uint64_t offset, uint64_t length, bool more,
                         uint64_t* sent);
-  // Returns the socket's room for a cold piece, waiting while it is under kMinColdPiece;
-  // -1 when it cannot tell, -2 when the wait failed (the connection is then broken).
-  int64_t wait_for_room(const FileEntry& file);
+  // Returns the socket's room for a cold piece, waiting while it is under kMinColdPiece
+  // (-1 when it cannot tell); nullopt when the wait failed (the connection is then broken).
+  std::optional<int64_t> wait_for_room(const FileEntry& file);
+  // Returns how much of `length` to read for one piece, given the socket's `room` (-1:
+  // unknown): at most io.cold_read_size, and no less than kMinColdPiece.
+  uint64_t piece_size(uint64_t length, int64_t room) const;
+  // Returns whether [offset, offset + length) of `file` is in the page cache (a file found
+  // wholly cached within kResidentMemoNs is taken to be, without asking).
+  static bool piece_resident(const FileEntry& file, uint64_t offset, uint64_t length);
   // Over TLS: a file body piece by piece (send_tls_piece).
   bool send_tls_file(const FileEntry& file, uint64_t offset, uint64_t length, uint64_t* sent);
   // Over TLS: once the socket has room, reads what it takes into a pooled buffer (through the

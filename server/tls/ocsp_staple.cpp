@@ -6,23 +6,12 @@
 #include <iterator>
 #include <memory>
 
-#include <openssl/ocsp.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
 namespace weft::http {
+
+#ifndef WEFT_WITH_WOLFSSL
 namespace {
 
 using Staple = std::string;  // the response's DER bytes
-
-// The SSL_CTX's staple (ex_data), freed with the context.
-int staple_index() {
-  static const int index = SSL_CTX_get_ex_new_index(
-      0, nullptr, nullptr, nullptr, [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
-        delete static_cast<Staple*>(ptr);
-      });
-  return index;
-}
 
 // OpenSSL's status callback, called when a client asks for a staple: a copy of the response
 // for the library to send (it frees the copy with the session).
@@ -59,10 +48,10 @@ bool about(OCSP_SINGLERESP* single, X509* leaf, X509* issuer) {
   if (OCSP_id_get0_info(nullptr, &md, nullptr, &serial, const_cast<OCSP_CERTID*>(id)) != 1) {
     return false;
   }
-  if (!issuer) return serial && ASN1_INTEGER_cmp(serial, X509_get0_serialNumber(leaf)) == 0;
-  const EVP_MD* digest = EVP_get_digestbyobj(md);
+  if (!issuer) return serial && ASN1_INTEGER_cmp(serial, X509_get_serialNumber(leaf)) == 0;
+  const EVP_MD* digest = md ? EVP_get_digestbynid(OBJ_obj2nid(md)) : nullptr;
   OCSP_CERTID* mine = digest ? OCSP_cert_to_id(digest, leaf, issuer) : nullptr;
-  const bool same = mine && OCSP_id_cmp(mine, id) == 0;
+  const bool same = mine && OCSP_id_cmp(mine, const_cast<OCSP_CERTID*>(id)) == 0;
   OCSP_CERTID_free(mine);
   return same;
 }
@@ -102,28 +91,39 @@ std::string check(SSL_CTX* ctx, const Staple& der, std::string& note) {
 
 }  // namespace
 
-bool set_ocsp_staple(SSL_CTX* ctx, const std::string& path, std::string& error, std::string& note) {
+std::shared_ptr<void> set_ocsp_staple(SSL_CTX* ctx, const std::string& path, std::string& error,
+                                      std::string& note) {
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     error = "tls stapling file " + path + ": " + std::strerror(errno);
-    return false;
+    return nullptr;
   }
-  auto staple = std::make_unique<Staple>((std::istreambuf_iterator<char>(f)),
+  auto staple = std::make_shared<Staple>((std::istreambuf_iterator<char>(f)),
                                          std::istreambuf_iterator<char>());
   if (std::string why = check(ctx, *staple, note); !why.empty()) {
     error = "tls stapling file " + path + ": " + why;
-    return false;
+    return nullptr;
   }
   if (!note.empty()) note = "tls stapling file " + path + " " + note + "; stapled as it is";
-  if (staple_index() < 0 || SSL_CTX_set_ex_data(ctx, staple_index(), staple.get()) != 1) {
-    error = "tls stapling file " + path + ": no memory";
-    return false;
-  }
   // The library's macro for this casts in C's style; the call it expands to, spelled out.
   SSL_CTX_callback_ctrl(ctx, SSL_CTRL_SET_TLSEXT_STATUS_REQ_CB,
                         reinterpret_cast<void (*)()>(&on_status_request));
-  SSL_CTX_set_tlsext_status_arg(ctx, staple.release());  // owned by the context's ex_data now
-  return true;
+  SSL_CTX_set_tlsext_status_arg(ctx, staple.get());
+  return staple;
 }
+
+#else
+
+std::shared_ptr<void> set_ocsp_staple(SSL_CTX*, const std::string& path, std::string& error,
+                                      std::string&) {
+  // Tried: wolfSSL 5.5.4's compatibility layer shows neither a response's certificate id nor
+  // a context's chain (no check possible), and a handshake that asks for the status ends
+  // without an answer once the callback hands it the response.
+  error = "tls stapling file " + path + ": not available with " + kTlsLibrary +
+          " (build weft with OpenSSL to staple)";
+  return nullptr;
+}
+
+#endif
 
 }  // namespace weft::http

@@ -6,16 +6,19 @@
 // certificate.
 #pragma once
 
+#include <memory>
 #include <string>
 
-#include <openssl/types.h>
+#include "server/tls/tls_library.hpp"
 
 namespace weft::http {
 
-/// Reads the DER OCSP response `path` and has `ctx` staple it; returns false with `error`
-/// naming the file when it is unreadable, not an OCSP response, not successful, or not about
-/// ctx's certificate. `note` is set (the staple is kept) when its validity has ended or the
-/// certificate is revoked: what a client will see, said before it does.
-bool set_ocsp_staple(SSL_CTX* ctx, const std::string& path, std::string& error, std::string& note);
+/// Reads the DER OCSP response `path` and has `ctx` staple it; returns the response, which the
+/// caller keeps for as long as ctx is used, or nullptr with `error` naming the file when it is
+/// unreadable, not an OCSP response, not successful, or not about ctx's certificate. `note`
+/// is set (the staple is kept) when its validity has ended or the certificate is revoked:
+/// what a client will see, said before it does.
+std::shared_ptr<void> set_ocsp_staple(SSL_CTX* ctx, const std::string& path, std::string& error,
+                                      std::string& note);
 
 }  // namespace weft::http

@@ -6,11 +6,6 @@
 #include <iterator>
 #include <memory>
 
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
-#include <openssl/ssl.h>
-
 namespace weft::http {
 namespace {
 
@@ -23,12 +18,10 @@ struct TicketKey {
 
 using TicketKeys = std::vector<TicketKey>;
 
-// The SSL_CTX's key list (ex_data), freed with the context.
+// Where the SSL_CTX points to its key list (ex_data; the list is the caller's to keep, as
+// wolfSSL does not free ex_data with a context).
 int keys_index() {
-  static const int index = SSL_CTX_get_ex_new_index(
-      0, nullptr, nullptr, nullptr, [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
-        delete static_cast<TicketKeys*>(ptr);
-      });
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
   return index;
 }
 
@@ -52,6 +45,14 @@ bool read_key(const std::string& path, TicketKey& key, std::string& error) {
   return true;
 }
 
+#ifdef WEFT_WITH_WOLFSSL
+// wolfSSL offers the older form of the callback, with an HMAC_CTX (deprecated in OpenSSL 3).
+using MacContext = HMAC_CTX;
+bool set_mac(HMAC_CTX* mac, TicketKey& key) {
+  return HMAC_Init_ex(mac, key.hmac, static_cast<int>(key.size), EVP_sha256(), nullptr) == 1;
+}
+#else
+using MacContext = EVP_MAC_CTX;
 // Keys the ticket's MAC with `key` (HMAC-SHA256).
 bool set_mac(EVP_MAC_CTX* mac, TicketKey& key) {
   char digest[] = "sha256";
@@ -60,6 +61,7 @@ bool set_mac(EVP_MAC_CTX* mac, TicketKey& key) {
                          OSSL_PARAM_END};
   return EVP_MAC_CTX_set_params(mac, params) == 1;
 }
+#endif
 
 const EVP_CIPHER* cipher_of(const TicketKey& key) {
   return key.size == 32 ? EVP_aes_256_cbc() : EVP_aes_128_cbc();
@@ -69,13 +71,13 @@ const EVP_CIPHER* cipher_of(const TicketKey& key) {
 // ticket names, returning 2 (renew it) when that is not the first, 0 (a full handshake) when
 // no key has that name, -1 on failure.
 int on_ticket(SSL* ssl, unsigned char* name, unsigned char* iv, EVP_CIPHER_CTX* cipher,
-              EVP_MAC_CTX* mac, int enc) {
+              MacContext* mac, int enc) {
   auto* keys = static_cast<TicketKeys*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), keys_index()));
   if (!keys || keys->empty()) return -1;
   if (enc == 1) {
     TicketKey& k = keys->front();
     std::memcpy(name, k.name, 16);
-    const int iv_len = EVP_CIPHER_get_iv_length(cipher_of(k));
+    const int iv_len = EVP_CIPHER_iv_length(cipher_of(k));
     if (RAND_bytes(iv, iv_len) != 1 ||
         EVP_EncryptInit_ex(cipher, cipher_of(k), nullptr, k.aes, iv) != 1 || !set_mac(mac, k)) {
       return -1;
@@ -95,20 +97,24 @@ int on_ticket(SSL* ssl, unsigned char* name, unsigned char* iv, EVP_CIPHER_CTX* 
 
 }  // namespace
 
-bool set_ticket_keys(SSL_CTX* ctx, const std::vector<std::string>& paths, std::string& error) {
-  auto keys = std::make_unique<TicketKeys>();
+std::shared_ptr<void> set_ticket_keys(SSL_CTX* ctx, const std::vector<std::string>& paths,
+                                      std::string& error) {
+  auto keys = std::make_shared<TicketKeys>();
   for (const auto& p : paths) {
     TicketKey k{};
-    if (!read_key(p, k, error)) return false;
+    if (!read_key(p, k, error)) return nullptr;
     keys->push_back(k);
   }
   if (keys_index() < 0 || SSL_CTX_set_ex_data(ctx, keys_index(), keys.get()) != 1) {
     error = "tls session ticket keys: no memory";
-    return false;
+    return nullptr;
   }
-  (void)keys.release();  // the context owns it now (freed by keys_index's callback)
+#ifdef WEFT_WITH_WOLFSSL
+  SSL_CTX_set_tlsext_ticket_key_cb(ctx, on_ticket);
+#else
   SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, on_ticket);
-  return true;
+#endif
+  return keys;
 }
 
 }  // namespace weft::http

@@ -7,19 +7,22 @@
 // The first key encrypts new tickets; a ticket of any listed key is accepted, and one of an
 // older key is renewed with the first. Without files OpenSSL makes a random key per context.
 //
-// This one calls OpenSSL 3's EVP ticket callback, which wolfSSL's compatibility layer does
-// not offer (its older HMAC_CTX form is deprecated in OpenSSL 3).
+// OpenSSL 3's EVP ticket callback does the work; wolfSSL's compatibility layer offers only the
+// older HMAC_CTX form (deprecated in OpenSSL 3), used there instead.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
-#include <openssl/types.h>
+#include "server/tls/tls_library.hpp"
 
 namespace weft::http {
 
 /// Reads the key files `paths` and has `ctx` encrypt and decrypt its session tickets with
-/// them; returns false with `error` naming the file that is unreadable or of the wrong size.
-bool set_ticket_keys(SSL_CTX* ctx, const std::vector<std::string>& paths, std::string& error);
+/// them; returns the keys, which the caller keeps for as long as ctx is used, or nullptr with
+/// `error` naming the file that is unreadable or of the wrong size.
+std::shared_ptr<void> set_ticket_keys(SSL_CTX* ctx, const std::vector<std::string>& paths,
+                                      std::string& error);
 
 }  // namespace weft::http

@@ -7,8 +7,6 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -82,6 +80,38 @@ bool set_ciphers(SSL_CTX* ctx, const TlsSettings& s, std::string& error) {
   return true;
 }
 
+#ifdef WEFT_WITH_WOLFSSL
+// Returns whether ctx's key signs what its certificate's public key verifies. wolfSSL 5.5.4's
+// SSL_CTX_check_private_key accepts the ECDSA key of another certificate (and its
+// EVP_PKEY_cmp says the same of any two), so the pair is tried as a handshake would use it.
+bool pair_matches(SSL_CTX* ctx) {
+  X509* cert = SSL_CTX_get0_certificate(ctx);
+  EVP_PKEY* key = SSL_CTX_get0_privatekey(ctx);
+  EVP_PKEY* pub = cert ? X509_get_pubkey(cert) : nullptr;
+  EVP_MD_CTX* sign = EVP_MD_CTX_new();
+  EVP_MD_CTX* verify = EVP_MD_CTX_new();
+  static const unsigned char kMessage[] = "weft tries a key against its certificate";
+  unsigned char sig[1024];
+  size_t len = sizeof sig;
+  const bool ok = key && pub && sign && verify &&
+                  EVP_DigestSignInit(sign, nullptr, EVP_sha256(), nullptr, key) == 1 &&
+                  EVP_DigestSignUpdate(sign, kMessage, sizeof kMessage) == 1 &&
+                  EVP_DigestSignFinal(sign, sig, &len) == 1 &&
+                  EVP_DigestVerifyInit(verify, nullptr, EVP_sha256(), nullptr, pub) == 1 &&
+                  EVP_DigestVerifyUpdate(verify, kMessage, sizeof kMessage) == 1 &&
+                  EVP_DigestVerifyFinal(verify, sig, len) == 1;
+  EVP_MD_CTX_free(sign);
+  EVP_MD_CTX_free(verify);
+  EVP_PKEY_free(pub);
+  return ok;
+}
+#else
+// OpenSSL's SSL_CTX_check_private_key compares the pair itself.
+bool pair_matches(SSL_CTX*) {
+  return true;
+}
+#endif
+
 bool load_pair(SSL_CTX* ctx, const TlsSettings& s, std::string& error) {
   if (std::string why = unreadable(s.certificate); !why.empty()) {
     error = "tls certificate " + s.certificate + ": " + why;
@@ -99,51 +129,79 @@ bool load_pair(SSL_CTX* ctx, const TlsSettings& s, std::string& error) {
   if (SSL_CTX_use_PrivateKey_file(ctx, s.key.c_str(), SSL_FILETYPE_PEM) != 1) {
     // Loading checks the key against the certificate already: say which failed.
     const unsigned long e = ERR_peek_last_error();
+#ifdef X509_R_KEY_VALUES_MISMATCH
     const bool mismatch =
         ERR_GET_LIB(e) == ERR_LIB_X509 && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH;
+#else
+    const bool mismatch = e != 0;  // wolfSSL checks the pair here and names no reason
+#endif
     error = "tls key " + s.key +
             (mismatch ? ": does not match certificate " + s.certificate
                       : std::string(": not a PEM private key")) +
             ": " + library_reason();
     return false;
   }
-  if (SSL_CTX_check_private_key(ctx) != 1) {
-    error = "tls key " + s.key + ": does not match certificate " + s.certificate + ": " +
-            library_reason();
+  if (SSL_CTX_check_private_key(ctx) != 1 || !pair_matches(ctx)) {
+    const std::string reason = ERR_peek_error() != 0
+                                   ? library_reason()
+                                   : "what it signs does not verify with the certificate's key";
+    error = "tls key " + s.key + ": does not match certificate " + s.certificate + ": " + reason;
     return false;
   }
   return true;
 }
 
-// Staples s.stapling_file, if any; false with `error` set.
-bool staple(SSL_CTX* ctx, const TlsSettings& s, std::string& error,
-            std::vector<std::string>& notes) {
-  if (s.stapling_file.empty()) return true;
-  std::string note;
-  if (!set_ocsp_staple(ctx, s.stapling_file, error, note)) return false;
-  if (!note.empty()) notes.push_back(std::move(note));
+// Adds what `s` names beside the certificate (ticket key files, an OCSP staple) to `ctx`,
+// keeping in `extras` what ctx points to; false with `error` set.
+bool add_files(SSL_CTX* ctx, const TlsSettings& s, std::string& error, TlsContext::Extras& extras) {
+  if (!s.session_ticket_keys.empty()) {
+    auto keys = set_ticket_keys(ctx, s.session_ticket_keys, error);
+    if (!keys) return false;
+    extras.held.push_back(std::move(keys));
+  }
+  if (!s.stapling_file.empty()) {
+    std::string note;
+    auto staple = set_ocsp_staple(ctx, s.stapling_file, error, note);
+    if (!staple) return false;
+    extras.held.push_back(std::move(staple));
+    if (!note.empty()) extras.notes.push_back(std::move(note));
+  }
   return true;
 }
 
-// Whether sessions of `s` ask for kernel TLS.
-bool wants_kernel_tls(const TlsSettings& s) {
-  return s.ktls == KernelTls::on || (s.ktls == KernelTls::automatic && kernel_tls_available());
+// The options every context gets: renegotiation only serves attacks on a static server; kernel
+// TLS as `s` asks (refused where the library has none).
+bool set_options(SSL_CTX* ctx, const TlsSettings& s, std::string& error) {
+  uint64_t options = SSL_OP_NO_COMPRESSION | (s.session_tickets ? 0 : SSL_OP_NO_TICKET);
+#ifdef SSL_OP_NO_RENEGOTIATION
+  options |= SSL_OP_NO_RENEGOTIATION;  // (wolfSSL does not renegotiate unless built to)
+#endif
+  const bool kernel =
+      s.ktls == KernelTls::on || (s.ktls == KernelTls::automatic && kernel_tls_available());
+#ifdef SSL_OP_ENABLE_KTLS
+  if (kernel) options |= SSL_OP_ENABLE_KTLS;
+  (void)error;
+#else
+  if (s.ktls == KernelTls::on) {
+    error = std::string("tls.ktls = \"on\": ") + kTlsLibrary + " has no kernel TLS";
+    return false;
+  }
+  (void)kernel;
+#endif
+  SSL_CTX_set_options(ctx, options);
+  return true;
 }
 
-// Returns a configured server context, or nullptr with `error` set; a note on a file loaded
-// anyway goes to `notes`.
-SSL_CTX* build(const TlsSettings& s, std::string& error, std::vector<std::string>& notes) {
+// Returns a configured server context, or nullptr with `error` set; what it points to and the
+// notes on files loaded anyway go to `extras`.
+SSL_CTX* build(const TlsSettings& s, std::string& error, TlsContext::Extras& extras) {
   ERR_clear_error();
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx) {
     error = "tls: cannot create a context: " + library_reason();
     return nullptr;
   }
-  // Renegotiation only serves attacks on a static server; released buffers keep an idle
-  // TLS connection near a plain one's memory (NGINX sets the same mode).
-  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                               (s.session_tickets ? 0 : SSL_OP_NO_TICKET) |
-                               (wants_kernel_tls(s) ? SSL_OP_ENABLE_KTLS : 0));
+  // Released buffers keep an idle TLS connection near a plain one's memory (as NGINX).
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   static const unsigned char kSessionContext[] = "weft";
   SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
@@ -152,10 +210,9 @@ SSL_CTX* build(const TlsSettings& s, std::string& error, std::vector<std::string
   } else {
     SSL_CTX_sess_set_cache_size(ctx, static_cast<long>(s.session_cache));
   }
-  if (!set_protocols(ctx, s.protocols, error) || !set_ciphers(ctx, s, error) ||
-      !load_pair(ctx, s, error) ||
-      (!s.session_ticket_keys.empty() && !set_ticket_keys(ctx, s.session_ticket_keys, error)) ||
-      !staple(ctx, s, error, notes)) {
+  if (!set_options(ctx, s, error) || !set_protocols(ctx, s.protocols, error) ||
+      !set_ciphers(ctx, s, error) || !load_pair(ctx, s, error) ||
+      !add_files(ctx, s, error, extras)) {
     SSL_CTX_free(ctx);
     ERR_clear_error();
     return nullptr;
@@ -167,14 +224,18 @@ SSL_CTX* build(const TlsSettings& s, std::string& error, std::vector<std::string
 }  // namespace
 
 std::unique_ptr<TlsContext> TlsContext::create(const TlsSettings& s, std::string& error) {
-  std::vector<std::string> notes;
-  SSL_CTX* ctx = build(s, error, notes);
+  Extras extras;
+  SSL_CTX* ctx = build(s, error, extras);
   if (!ctx) return nullptr;
   std::unique_ptr<TlsContext> t(new TlsContext(ctx));
-  t->notes_ = std::move(notes);
+  t->extras_ = std::move(extras);
+#ifdef WEFT_WITH_WOLFSSL
+  SSL_CTX_set_tlsext_servername_callback(ctx, &TlsContext::on_server_name);
+#else
   // The library's macro for this casts in C's style; the call it expands to, spelled out.
   SSL_CTX_callback_ctrl(ctx, SSL_CTRL_SET_TLSEXT_SERVERNAME_CB,
                         reinterpret_cast<void (*)()>(&TlsContext::on_server_name));
+#endif
   SSL_CTX_set_tlsext_servername_arg(ctx, t.get());
   return t;
 }
@@ -186,7 +247,7 @@ TlsContext::~TlsContext() {
 
 bool TlsContext::add_server_names(const std::vector<std::string>& names, const TlsSettings& s,
                                   std::string& error) {
-  SSL_CTX* ctx = build(s, error, notes_);
+  SSL_CTX* ctx = build(s, error, extras_);
   if (!ctx) return false;
   owned_.push_back(ctx);
   for (const auto& n : names) names_.push_back({n, ctx});

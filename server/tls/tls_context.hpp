@@ -11,9 +11,8 @@
 #include <string>
 #include <vector>
 
-#include <openssl/types.h>
-
 #include "server/core/config.hpp"
+#include "server/tls/tls_library.hpp"
 
 namespace weft::http {
 
@@ -66,7 +65,14 @@ class TlsContext {
 
   /// Returns what the operator should hear of the files loaded that did not stop them
   /// loading (a stapled OCSP response out of date), one line each.
-  const std::vector<std::string>& notes() const { return notes_; }
+  const std::vector<std::string>& notes() const { return extras_.notes; }
+
+  /// What the contexts point to (ticket keys, staples), kept as long as they are, and the
+  /// notes on loading them.
+  struct Extras {
+    std::vector<std::shared_ptr<void>> held;
+    std::vector<std::string> notes;
+  };
 
  private:
   struct Named {
@@ -80,7 +86,7 @@ class TlsContext {
   SSL_CTX* default_;
   std::vector<SSL_CTX*> owned_;  // the virtual hosts' contexts
   std::vector<Named> names_;
-  std::vector<std::string> notes_;
+  Extras extras_;
 };
 
 /// Returns whether this kernel can take over TLS records (the "tls" upper layer protocol is

@@ -5,9 +5,6 @@
 #include <climits>
 #include <new>
 
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -70,7 +67,11 @@ int records_create(BIO* b) {
 // The method, made once per process.
 const BIO_METHOD* records_method() {
   static BIO_METHOD* method = [] {
+#ifdef WEFT_WITH_WOLFSSL
+    BIO_METHOD* m = BIO_meth_new(WOLFSSL_BIO_UNDEF, "weft records");  // no index to take
+#else
     BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "weft records");
+#endif
     if (m) {
       BIO_meth_set_write(m, records_write);
       BIO_meth_set_ctrl(m, records_ctrl);
@@ -81,10 +82,41 @@ const BIO_METHOD* records_method() {
   return method;
 }
 
+// Whether `ssl` asks for kernel TLS (never with a library that has none).
+bool asks_kernel(SSL* ssl) {
+#ifdef SSL_OP_ENABLE_KTLS
+  return ssl && (SSL_get_options(ssl) & SSL_OP_ENABLE_KTLS) != 0;
+#else
+  (void)ssl;
+  return false;
+#endif
+}
+
+// Whether the kernel took the sending / receiving side of a session on the socket.
+bool kernel_took(SSL* ssl, bool sending) {
+#ifdef SSL_OP_ENABLE_KTLS
+  return sending ? BIO_get_ktls_send(SSL_get_wbio(ssl)) : BIO_get_ktls_recv(SSL_get_rbio(ssl));
+#else
+  (void)ssl;
+  (void)sending;
+  return false;
+#endif
+}
+
+// Whether a failed call on the socket saw the peer leave: a system error (a reset), or end
+// of stream where a record was due (OpenSSL 3's unexpected-EOF reason).
+bool peer_left(int err) {
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+  if (err == SSL_ERROR_SSL)
+    return ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
+#endif
+  return err == SSL_ERROR_SYSCALL;
+}
+
 }  // namespace
 
 TlsStream::TlsStream(SSL* session, int fd) : ssl_(session), fd_(fd) {
-  if (ssl_ && (SSL_get_options(ssl_) & SSL_OP_ENABLE_KTLS)) {
+  if (asks_kernel(ssl_)) {
     // The library hands the keys to the kernel only through a socket BIO of its own (the
     // TCP_ULP attach happens here, the keys after the handshake), so the handshake runs on
     // the socket: non-blocking, waiting for readiness through rt::io (settle_socket).
@@ -165,11 +197,8 @@ int64_t TlsStream::settle(int rc, rt::TimePoint deadline, rt::CancelToken* token
 }
 
 int64_t TlsStream::settle_socket(int err, rt::TimePoint deadline, rt::CancelToken* token) {
-  // The library read or wrote the socket itself: it reports the peer's leaving as a system
-  // error (a reset) or, at end of stream, as an unexpected EOF.
-  const bool left = err == SSL_ERROR_SYSCALL ||
-                    (err == SSL_ERROR_SSL &&
-                     ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING);
+  // The library read or wrote the socket itself, and tells of the peer's leaving its way.
+  const bool left = peer_left(err);
   ERR_clear_error();
   switch (err) {
     case SSL_ERROR_NONE:
@@ -188,8 +217,8 @@ int64_t TlsStream::settle_socket(int err, rt::TimePoint deadline, rt::CancelToke
 }
 
 int TlsStream::keep_socket_or_memory() {
-  kernel_sends_ = BIO_get_ktls_send(SSL_get_wbio(ssl_));
-  const bool kernel_reads = BIO_get_ktls_recv(SSL_get_rbio(ssl_));
+  kernel_sends_ = kernel_took(ssl_, true);
+  const bool kernel_reads = kernel_took(ssl_, false);
   if (kernel_sends_) return 0;  // reads stay with the library, on the socket
   // OpenSSL 3 gives the kernel the receiving side only with the sending one (the same cipher,
   // both directions in one handshake); a session that had it alone could not write here.

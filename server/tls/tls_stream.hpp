@@ -21,11 +21,11 @@
 #include <cstdint>
 #include <vector>
 
-#include <openssl/types.h>
 #include <sys/uio.h>
 
 #include "runtime/cancel.hpp"
 #include "runtime/clock.hpp"
+#include "server/tls/tls_library.hpp"
 
 namespace weft::http {
 

@@ -100,6 +100,17 @@ def make_ocsp_response(folder, stem, leaf, ca, status="V"):
     return resp
 
 
+def tls_library():
+    """Returns the TLS library weft was built with, from its --version ("OpenSSL 3...")."""
+    out = subprocess.run([WEFT, "--version"], capture_output=True, text=True).stdout
+    return out.split("(TLS: ", 1)[1].rstrip(")\n") if "(TLS: " in out else "OpenSSL"
+
+
+# A weft built with wolfSSL (the wolfssl preset) has neither kernel TLS nor stapling: the
+# suite runs against it (WEFT_BINARY) with those cases skipped, and checks that it refuses them.
+WOLFSSL = tls_library().startswith("wolfSSL")
+
+
 def kernel_has_tls():
     """Returns whether this kernel lists the "tls" ULP (weft loads its module at start)."""
     with open("/proc/sys/net/ipv4/tcp_available_ulp") as f:
@@ -186,14 +197,15 @@ class Tls:
 
     def test_start_log_names_where_records_are_made(self):
         self.assertRegex(self.srv.log(), r"kTLS (not available: records in user space|"
-                                         r"available: the kernel makes the records)")
+                                         r"available: the kernel makes the records|"
+                                         r"not in wolfSSL [0-9.]+: records in user space)")
 
     def test_sessions_that_asked_the_kernel_are_counted(self):
         self.still_serves()
         handshakes = metric(self.metrics_port, "weft_tls_handshakes_total")
         kernel = metric(self.metrics_port, 'weft_tls_kernel_sessions_total{records="kernel"}')
         library = metric(self.metrics_port, 'weft_tls_kernel_sessions_total{records="library"}')
-        if self.settings["tls"].get("ktls") == "on" or kernel_has_tls():
+        if not WOLFSSL and (self.settings["tls"].get("ktls") == "on" or kernel_has_tls()):
             self.assertEqual(kernel + library, handshakes)  # every session asked
         else:
             self.assertEqual(kernel + library, 0)  # none asked: kTLS cannot be had here
@@ -372,6 +384,7 @@ class TlsKernelAsked(Tls):
                                          r"available: the kernel makes the records)")
 
 
+@unittest.skipIf(WOLFSSL, "a wolfSSL build does not staple (TlsConfigTest checks it says so)")
 class TlsStapling(unittest.TestCase):
     """tls.stapling_file and a [[vhosts]] stapling_file: a client asking for the certificate's
     status (s_client -status) gets the file's response; a revoked one is stapled and named in
@@ -484,6 +497,24 @@ class TlsConfigTest(unittest.TestCase):
         out = subprocess.run([WEFT, "-t", "-c", conf], capture_output=True, timeout=30)
         return out.returncode, out.stderr.decode()
 
+    @unittest.skipUnless(WOLFSSL, "a build with OpenSSL has both")
+    def test_a_wolfssl_build_refuses_kernel_tls_and_stapling_by_name(self):
+        self.base = tempfile.mkdtemp(prefix="weft-tls-")
+        try:
+            crt, key = make_cert(self.base, "a", "a.test")
+            head = ('[server]\nroot = "%s"\nlisten_tls = ["127.0.0.1:1"]\n[tls]\n'
+                    'certificate = "%s"\nkey = "%s"\n' % (self.base, crt, key))
+            rc, err = self.weft_t(head + 'ktls = "on"\n')
+            self.assertEqual(rc, 1, err)
+            self.assertIn('tls.ktls = "on": wolfSSL', err)
+            rc, err = self.weft_t(head + 'stapling_file = "%s"\n' % crt)
+            self.assertEqual(rc, 1, err)
+            self.assertIn("not available with wolfSSL", err)
+            self.assertEqual(self.weft_t(head)[0], 0)
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    @unittest.skipIf(WOLFSSL, "a wolfSSL build does not staple")
     def test_stapling_file_that_does_not_fit_is_named(self):
         self.base = tempfile.mkdtemp(prefix="weft-tls-")
         try:
@@ -511,7 +542,7 @@ class TlsConfigTest(unittest.TestCase):
             shutil.rmtree(self.base, ignore_errors=True)
 
 
-per_backend(globals(), Tls, TlsKernelAsked)
+per_backend(globals(), Tls, *([] if WOLFSSL else [TlsKernelAsked]))
 for _backend in os.environ.get("WEFT_BACKENDS", "io_uring epoll").split():
     globals()["TlsReload_" + _backend] = type("TlsReload_" + _backend, (TlsReload,),
                                              {"backend": _backend})

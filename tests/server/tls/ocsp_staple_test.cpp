@@ -1,0 +1,158 @@
+// set_ocsp_staple against responses made here with OpenSSL's OCSP API, signed by a test CA
+// for a certificate it issued: a good response is stapled without a note; one about another
+// certificate, one that is not a response, an unsuccessful one and a missing file are refused
+// by name; one out of date or saying "revoked" is stapled with a note.
+#include "server/tls/ocsp_staple.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "server/tls/tls_library.hpp"
+
+#include "tests/server/temp_dir.hpp"
+#include "tests/server/tls/test_cert.hpp"
+
+namespace weft::http {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Issued {
+  X509* cert = nullptr;
+  EVP_PKEY* key = nullptr;
+};
+
+// A certificate for `cn` with a new P-256 key, signed by `ca` (by itself when null).
+Issued issue(const std::string& cn, const Issued* ca, long serial) {
+  Issued out{X509_new(), EVP_EC_gen("P-256")};
+  X509_set_version(out.cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(out.cert), serial);
+  X509_gmtime_adj(X509_getm_notBefore(out.cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(out.cert), 86400);
+  X509_set_pubkey(out.cert, out.key);
+  X509_NAME_add_entry_by_txt(X509_get_subject_name(out.cert), "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_set_issuer_name(out.cert, X509_get_subject_name(ca ? ca->cert : out.cert));
+  X509_sign(out.cert, ca ? ca->key : out.key, EVP_sha256());
+  return out;
+}
+
+void release(Issued& i) {
+  X509_free(i.cert);
+  EVP_PKEY_free(i.key);
+}
+
+// Writes `resp` (DER) to `path`; frees it.
+void write_response(OCSP_RESPONSE* resp, const fs::path& path) {
+  unsigned char* der = nullptr;
+  const int len = i2d_OCSP_RESPONSE(resp, &der);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(der, 1, static_cast<std::size_t>(len), f);
+  std::fclose(f);
+  OPENSSL_free(der);
+  OCSP_RESPONSE_free(resp);
+}
+
+// `ca`'s signed answer about `cert`: `status` (V_OCSP_CERTSTATUS_*), valid from `from` to
+// `until` seconds from now.
+OCSP_RESPONSE* answer(const Issued& ca, const Issued& cert, int status, long from, long until) {
+  OCSP_BASICRESP* basic = OCSP_BASICRESP_new();
+  OCSP_CERTID* id = OCSP_cert_to_id(EVP_sha1(), cert.cert, ca.cert);
+  ASN1_TIME* this_update = X509_gmtime_adj(nullptr, from);
+  ASN1_TIME* next_update = X509_gmtime_adj(nullptr, until);
+  ASN1_TIME* revoked = X509_gmtime_adj(nullptr, -7200);
+  OCSP_basic_add1_status(basic, id, status, OCSP_REVOKED_STATUS_KEYCOMPROMISE,
+                         status == V_OCSP_CERTSTATUS_REVOKED ? revoked : nullptr, this_update,
+                         next_update);
+  OCSP_basic_sign(basic, ca.cert, ca.key, EVP_sha256(), nullptr, 0);
+  OCSP_RESPONSE* resp = OCSP_response_create(OCSP_RESPONSE_STATUS_SUCCESSFUL, basic);
+  OCSP_CERTID_free(id);
+  ASN1_TIME_free(this_update);
+  ASN1_TIME_free(next_update);
+  ASN1_TIME_free(revoked);
+  OCSP_BASICRESP_free(basic);
+  return resp;
+}
+
+class OcspStapleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = make_test_dir("ocsp-staple");
+    ca_ = issue("weft test CA", nullptr, 1);
+    leaf_ = issue("a.test", &ca_, 2);
+    other_ = issue("b.test", &ca_, 3);
+    // The served chain: the leaf, then its issuer (where the full certificate id is checked).
+    const fs::path chain = dir_ / "chain.pem";
+    const fs::path key = dir_ / "leaf.key";
+    std::FILE* f = std::fopen(chain.c_str(), "w");
+    PEM_write_X509(f, leaf_.cert);
+    PEM_write_X509(f, ca_.cert);
+    std::fclose(f);
+    f = std::fopen(key.c_str(), "w");
+    PEM_write_PrivateKey(f, leaf_.key, nullptr, nullptr, 0, nullptr, nullptr);
+    std::fclose(f);
+    ctx_ = SSL_CTX_new(TLS_server_method());
+    ASSERT_EQ(SSL_CTX_use_certificate_chain_file(ctx_, chain.c_str()), 1);
+    ASSERT_EQ(SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM), 1);
+  }
+  void TearDown() override {
+    SSL_CTX_free(ctx_);
+    release(ca_);
+    release(leaf_);
+    release(other_);
+    fs::remove_all(dir_);
+  }
+
+  // Staples `file`; returns the error ("" when stapled) and sets note_.
+  std::string staple(const fs::path& file) {
+    std::string error;
+    note_.clear();
+    auto held = set_ocsp_staple(ctx_, file.string(), error, note_);
+    EXPECT_EQ(held == nullptr, !error.empty());
+    return error;
+  }
+
+  fs::path dir_;
+  Issued ca_, leaf_, other_;
+  SSL_CTX* ctx_ = nullptr;
+  std::string note_;
+};
+
+TEST_F(OcspStapleTest, AGoodResponseIsStapledWithoutANote) {
+  write_response(answer(ca_, leaf_, V_OCSP_CERTSTATUS_GOOD, -60, 86400), dir_ / "good.der");
+  EXPECT_EQ(staple(dir_ / "good.der"), "");
+  EXPECT_EQ(note_, "");
+}
+
+TEST_F(OcspStapleTest, AResponseAboutAnotherCertificateIsRefused) {
+  write_response(answer(ca_, other_, V_OCSP_CERTSTATUS_GOOD, -60, 86400), dir_ / "other.der");
+  const std::string error = staple(dir_ / "other.der");
+  EXPECT_NE(error.find("tls stapling file " + (dir_ / "other.der").string()), std::string::npos);
+  EXPECT_NE(error.find("not about this certificate"), std::string::npos) << error;
+}
+
+TEST_F(OcspStapleTest, WhatIsNotASuccessfulResponseIsRefusedByName) {
+  write_response(OCSP_response_create(OCSP_RESPONSE_STATUS_TRYLATER, nullptr), dir_ / "later.der");
+  EXPECT_NE(staple(dir_ / "later.der").find("the responder answered \"trylater\""),
+            std::string::npos);
+  std::FILE* f = std::fopen((dir_ / "junk.der").c_str(), "wb");
+  std::fputs("not DER at all", f);
+  std::fclose(f);
+  EXPECT_NE(staple(dir_ / "junk.der").find("not a DER OCSP response"), std::string::npos);
+  EXPECT_NE(staple(dir_ / "none.der").find("No such file"), std::string::npos);
+}
+
+TEST_F(OcspStapleTest, OutOfDateOrRevokedIsStapledWithANote) {
+  write_response(answer(ca_, leaf_, V_OCSP_CERTSTATUS_GOOD, -7200, -3600), dir_ / "old.der");
+  EXPECT_EQ(staple(dir_ / "old.der"), "");
+  EXPECT_NE(note_.find("is out of date; stapled as it is"), std::string::npos) << note_;
+  write_response(answer(ca_, leaf_, V_OCSP_CERTSTATUS_REVOKED, -60, 86400), dir_ / "rev.der");
+  EXPECT_EQ(staple(dir_ / "rev.der"), "");
+  EXPECT_NE(note_.find("says the certificate is revoked"), std::string::npos) << note_;
+}
+
+}  // namespace
+}  // namespace weft::http
