@@ -24,6 +24,11 @@ std::unique_ptr<ClientTls> ClientTls::create(const std::string& server_name, boo
   SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+#ifdef WEFT_LIBRARY_KTLS
+  // The client's records stay in user space (TlsStream's memory buffers), whatever OpenSSL's
+  // configuration file says: a session asking for kTLS would run on the socket.
+  SSL_CTX_clear_options(ctx, SSL_OP_ENABLE_KTLS);
+#endif
   // Sessions are kept here (finished), not in the library's client cache.
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   std::string sni = is_address(server_name) ? "" : server_name;

@@ -30,6 +30,7 @@
 #include "server/ops/access_log.hpp"
 #include "server/ops/log.hpp"
 #include "server/ops/metrics.hpp"
+#include "server/tls/kernel_tls.hpp"
 #include "server/tls/tls_config.hpp"
 #include "server/tls/tls_library.hpp"
 

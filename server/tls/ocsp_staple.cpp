@@ -56,6 +56,21 @@ bool about(OCSP_SINGLERESP* single, X509* leaf, X509* issuer) {
   return same;
 }
 
+// Returns whether `basic` is signed by `issuer` or by a responder whose certificate, carried in
+// the response, `issuer` signed: what a client checks of a staple. (Whether that responder may
+// answer for the issuer, the OCSP-signing purpose, is left to the client.)
+bool signed_for(OCSP_BASICRESP* basic, X509* issuer) {
+  STACK_OF(X509)* trusted = sk_X509_new_null();
+  X509* signer = nullptr;
+  const bool ok = trusted && sk_X509_push(trusted, issuer) > 0 &&
+                  OCSP_resp_get0_signer(basic, &signer, trusted) == 1 &&
+                  (signer == issuer || X509_verify(signer, X509_get0_pubkey(issuer)) == 1) &&
+                  // The signature itself, by the signer found (the chain above was checked here).
+                  OCSP_basic_verify(basic, trusted, nullptr, OCSP_TRUSTOTHER | OCSP_NOVERIFY) == 1;
+  sk_X509_free(trusted);
+  return ok;
+}
+
 // Checks that `der` is a successful response about ctx's certificate; "" or why not. Sets
 // `note` for a response out of date or a revoked certificate.
 std::string check(SSL_CTX* ctx, const Staple& der, std::string& note) {
@@ -74,13 +89,19 @@ std::string check(SSL_CTX* ctx, const Staple& der, std::string& note) {
   X509* leaf = SSL_CTX_get0_certificate(ctx);
   if (!basic || !leaf) return "no basic response in it";
   X509* issuer = issuer_of(ctx, leaf);
+  if (issuer && !signed_for(basic.get(), issuer)) {
+    return "its signature is neither the issuer's nor a responder's the issuer certified";
+  }
   for (int i = 0; i < OCSP_resp_count(basic.get()); ++i) {
     OCSP_SINGLERESP* single = OCSP_resp_get0(basic.get(), i);
     if (!about(single, leaf, issuer)) continue;
     int reason = 0;
     ASN1_GENERALIZEDTIME *revoked = nullptr, *this_update = nullptr, *next_update = nullptr;
     const int cert = OCSP_single_get0_status(single, &reason, &revoked, &this_update, &next_update);
-    if (cert == V_OCSP_CERTSTATUS_REVOKED) note = "says the certificate is revoked";
+    if (cert == V_OCSP_CERTSTATUS_REVOKED)
+      note = "says the certificate is revoked";
+    else if (cert == V_OCSP_CERTSTATUS_UNKNOWN)
+      note = "says the responder does not know it";
     // Five minutes of clock skew, as `openssl ocsp` allows.
     else if (!OCSP_check_validity(this_update, next_update, 300, -1))
       note = "is out of date";

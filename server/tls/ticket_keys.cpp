@@ -69,7 +69,9 @@ const EVP_CIPHER* cipher_of(const TicketKey& key) {
 
 // OpenSSL's ticket callback: encrypt (enc = 1) with the first key; decrypt with the key the
 // ticket names, returning 2 (renew it) when that is not the first, 0 (a full handshake) when
-// no key has that name, -1 on failure.
+// no key has that name, -1 on failure. The library calls the callback of the session's first
+// context, while the keys are looked up on the one SNI chose: the same list either way, since
+// every context of a configuration gets [tls]'s key files (tls_config.cpp).
 int on_ticket(SSL* ssl, unsigned char* name, unsigned char* iv, EVP_CIPHER_CTX* cipher,
               MacContext* mac, int enc) {
   auto* keys = static_cast<TicketKeys*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), keys_index()));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "server/site/vhost.hpp"
+#include "server/tls/kernel_tls.hpp"
 #include "server/tls/ocsp_staple.hpp"
 #include "server/tls/ticket_keys.hpp"
 
@@ -178,8 +179,11 @@ bool set_options(SSL_CTX* ctx, const TlsSettings& s, std::string& error) {
 #endif
   const bool kernel =
       s.ktls == KernelTls::on || (s.ktls == KernelTls::automatic && kernel_tls_available());
-#ifdef SSL_OP_ENABLE_KTLS
+#ifdef WEFT_LIBRARY_KTLS
   if (kernel) options |= SSL_OP_ENABLE_KTLS;
+  // Cleared otherwise: OpenSSL's configuration file (system_default) may have set it, and a
+  // session asking for it runs its handshake on the socket (tls_stream.hpp).
+  if (!kernel) SSL_CTX_clear_options(ctx, SSL_OP_ENABLE_KTLS);
   (void)error;
 #else
   if (s.ktls == KernelTls::on) {
@@ -278,48 +282,6 @@ int TlsContext::on_server_name(SSL* ssl, int*, void* arg) {
   SSL_CTX* ctx = self->context_for(SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name));
   if (ctx != SSL_get_SSL_CTX(ssl)) SSL_set_SSL_CTX(ssl, ctx);
   return SSL_TLSEXT_ERR_OK;
-}
-
-namespace {
-
-bool ulp_listed() {
-  std::ifstream f("/proc/sys/net/ipv4/tcp_available_ulp");
-  std::string word;
-  while (f >> word) {
-    if (word == "tls") return true;
-  }
-  return false;
-}
-
-// Attaches the "tls" upper layer to an established loopback connection: where kernel TLS is
-// a module not yet loaded (Debian builds it as one), this loads it.
-void probe_ulp() {
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (listener >= 0 && client >= 0 &&
-      ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::listen(listener, 1) == 0 &&
-      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
-      ::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    (void)::setsockopt(client, IPPROTO_TCP, TCP_ULP, "tls", 3);
-  }
-  if (client >= 0) ::close(client);
-  if (listener >= 0) ::close(listener);
-}
-
-}  // namespace
-
-bool kernel_tls_available() {
-  static const bool available = [] {
-    if (ulp_listed()) return true;
-    probe_ulp();
-    return ulp_listed();
-  }();
-  return available;
 }
 
 }  // namespace weft::http

@@ -89,9 +89,4 @@ class TlsContext {
   Extras extras_;
 };
 
-/// Returns whether this kernel can take over TLS records (the "tls" upper layer protocol is
-/// listed in /proc/sys/net/ipv4/tcp_available_ulp, after one attach that loads its module);
-/// without it records are made in user space. Decided once per process.
-bool kernel_tls_available();
-
 }  // namespace weft::http

@@ -39,8 +39,10 @@ inline constexpr const char* kTlsLibrary = "wolfSSL " LIBWOLFSSL_VERSION_STRING;
 inline constexpr const char* kTlsLibrary = OPENSSL_VERSION_TEXT;
 #endif
 
-// Whether the library can hand a session's records to the kernel (OpenSSL's kTLS).
-#ifdef SSL_OP_ENABLE_KTLS
+// Whether the library can hand a session's records to the kernel (OpenSSL's kTLS): the option
+// is declared even by an OpenSSL built without kTLS, where it does nothing.
+#if defined(SSL_OP_ENABLE_KTLS) && !defined(OPENSSL_NO_KTLS)
+#define WEFT_LIBRARY_KTLS 1
 inline constexpr bool kLibraryHasKernelTls = true;
 #else
 inline constexpr bool kLibraryHasKernelTls = false;

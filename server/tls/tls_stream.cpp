@@ -5,10 +5,13 @@
 #include <climits>
 #include <new>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include "runtime/io.hpp"
+#include "server/tls/kernel_tls.hpp"
 
 namespace weft::http {
 namespace {
@@ -84,7 +87,7 @@ const BIO_METHOD* records_method() {
 
 // Whether `ssl` asks for kernel TLS (never with a library that has none).
 bool asks_kernel(SSL* ssl) {
-#ifdef SSL_OP_ENABLE_KTLS
+#ifdef WEFT_LIBRARY_KTLS
   return ssl && (SSL_get_options(ssl) & SSL_OP_ENABLE_KTLS) != 0;
 #else
   (void)ssl;
@@ -94,7 +97,7 @@ bool asks_kernel(SSL* ssl) {
 
 // Whether the kernel took the sending / receiving side of a session on the socket.
 bool kernel_took(SSL* ssl, bool sending) {
-#ifdef SSL_OP_ENABLE_KTLS
+#ifdef WEFT_LIBRARY_KTLS
   return sending ? BIO_get_ktls_send(SSL_get_wbio(ssl)) : BIO_get_ktls_recv(SSL_get_rbio(ssl));
 #else
   (void)ssl;
@@ -104,7 +107,9 @@ bool kernel_took(SSL* ssl, bool sending) {
 }
 
 // Whether a failed call on the socket saw the peer leave: a system error (a reset), or end
-// of stream where a record was due (OpenSSL 3's unexpected-EOF reason).
+// of stream where a record was due (OpenSSL 3's unexpected-EOF reason). Any system error
+// counts: the library keeps errno to itself, and on the memory buffers a reset ends the
+// connection just the same (recv's -ECONNRESET), so callers need not tell them apart.
 bool peer_left(int err) {
 #ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
   if (err == SSL_ERROR_SSL)
@@ -117,14 +122,29 @@ bool peer_left(int err) {
 
 TlsStream::TlsStream(SSL* session, int fd) : ssl_(session), fd_(fd) {
   if (asks_kernel(ssl_)) {
-    // The library hands the keys to the kernel only through a socket BIO of its own (the
-    // TCP_ULP attach happens here, the keys after the handshake), so the handshake runs on
-    // the socket: non-blocking, waiting for readiness through rt::io (settle_socket).
-    socket_ = asked_kernel_ = SSL_set_fd(ssl_, fd) == 1;
-    if (!socket_) drop_session();
+    attach_socket();
     return;
   }
   attach_memory();
+}
+
+void TlsStream::attach_socket() {
+  // The library hands the keys to the kernel only through a socket BIO (after the handshake),
+  // so the handshake runs on the socket: non-blocking, waiting for readiness through rt::io
+  // (settle_socket). The BIO is made by hand, not with SSL_set_fd, which attaches the "tls"
+  // ULP itself on every connection: where the module is missing that asks the kernel to load
+  // it each time (a modprobe on the processor, with CAP_NET_ADMIN). weft attaches it only
+  // where the start-up probe found it; elsewhere the library's key hand-over fails at once
+  // and the session falls back to its own records.
+  BIO* socket = BIO_new(BIO_s_socket());
+  if (!socket) {
+    drop_session();
+    return;
+  }
+  BIO_set_fd(socket, fd_, BIO_NOCLOSE);
+  SSL_set_bio(ssl_, socket, socket);  // one reference, for both directions
+  if (kernel_tls_available()) (void)::setsockopt(fd_, IPPROTO_TCP, TCP_ULP, "tls", 3);
+  socket_ = asked_kernel_ = true;
 }
 
 void TlsStream::attach_memory() {

@@ -8,7 +8,7 @@
 // the BIO and the socket, a memcpy against the encryption itself.
 //
 // A session that asks for kernel TLS (SSL_OP_ENABLE_KTLS, tls.ktls) runs its handshake on the
-// socket instead, since OpenSSL hands the keys to the kernel only through its socket BIO. Where
+// socket instead, since OpenSSL hands the keys to the kernel only through a socket BIO. Where
 // the kernel then took the sending side (kernel_sends), the connection writes plaintext to the
 // socket itself, file bodies with sendfile/splice as over plain HTTP, and reads stay with the
 // library there; where it refused, the session goes on over the memory buffers as above.
@@ -118,6 +118,9 @@ class TlsStream {
   int keep_socket_or_memory();
   // Gives the session the memory BIOs (drops it when there is no memory for them).
   void attach_memory();
+  // Gives the session a BIO on the socket (kernel TLS asked), attaching the "tls" ULP where
+  // the kernel has it.
+  void attach_socket();
   void drop_session();
 
   SSL* ssl_;

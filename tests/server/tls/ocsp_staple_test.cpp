@@ -6,7 +6,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -56,9 +58,10 @@ void write_response(OCSP_RESPONSE* resp, const fs::path& path) {
   OCSP_RESPONSE_free(resp);
 }
 
-// `ca`'s signed answer about `cert`: `status` (V_OCSP_CERTSTATUS_*), valid from `from` to
-// `until` seconds from now.
-OCSP_RESPONSE* answer(const Issued& ca, const Issued& cert, int status, long from, long until) {
+// `ca`'s answer about `cert`: `status` (V_OCSP_CERTSTATUS_*), valid from `from` to `until`
+// seconds from now, signed by `signer` (ca's own key when null).
+OCSP_RESPONSE* answer(const Issued& ca, const Issued& cert, int status, long from, long until,
+                      const Issued* signer = nullptr) {
   OCSP_BASICRESP* basic = OCSP_BASICRESP_new();
   OCSP_CERTID* id = OCSP_cert_to_id(EVP_sha1(), cert.cert, ca.cert);
   ASN1_TIME* this_update = X509_gmtime_adj(nullptr, from);
@@ -67,7 +70,8 @@ OCSP_RESPONSE* answer(const Issued& ca, const Issued& cert, int status, long fro
   OCSP_basic_add1_status(basic, id, status, OCSP_REVOKED_STATUS_KEYCOMPROMISE,
                          status == V_OCSP_CERTSTATUS_REVOKED ? revoked : nullptr, this_update,
                          next_update);
-  OCSP_basic_sign(basic, ca.cert, ca.key, EVP_sha256(), nullptr, 0);
+  const Issued& by = signer ? *signer : ca;
+  OCSP_basic_sign(basic, by.cert, by.key, EVP_sha256(), nullptr, 0);
   OCSP_RESPONSE* resp = OCSP_response_create(OCSP_RESPONSE_STATUS_SUCCESSFUL, basic);
   OCSP_CERTID_free(id);
   ASN1_TIME_free(this_update);
@@ -100,18 +104,21 @@ class OcspStapleTest : public ::testing::Test {
   }
   void TearDown() override {
     SSL_CTX_free(ctx_);
+    held_.clear();
     release(ca_);
     release(leaf_);
     release(other_);
     fs::remove_all(dir_);
   }
 
-  // Staples `file`; returns the error ("" when stapled) and sets note_.
+  // Staples `file`; returns the error ("" when stapled) and sets note_. The staple is kept
+  // (held_) for as long as ctx_ may use it, as its contract asks.
   std::string staple(const fs::path& file) {
     std::string error;
     note_.clear();
     auto held = set_ocsp_staple(ctx_, file.string(), error, note_);
     EXPECT_EQ(held == nullptr, !error.empty());
+    if (held) held_.push_back(std::move(held));
     return error;
   }
 
@@ -119,6 +126,7 @@ class OcspStapleTest : public ::testing::Test {
   Issued ca_, leaf_, other_;
   SSL_CTX* ctx_ = nullptr;
   std::string note_;
+  std::vector<std::shared_ptr<void>> held_;
 };
 
 TEST_F(OcspStapleTest, AGoodResponseIsStapledWithoutANote) {
@@ -145,6 +153,37 @@ TEST_F(OcspStapleTest, WhatIsNotASuccessfulResponseIsRefusedByName) {
   EXPECT_NE(staple(dir_ / "none.der").find("No such file"), std::string::npos);
 }
 
+TEST_F(OcspStapleTest, AResponseNotSignedForTheIssuerIsRefused) {
+  // Signed by another certificate's key (not the CA's, not one the CA certified to answer).
+  Issued stranger = issue("stranger", nullptr, 9);
+  write_response(answer(ca_, leaf_, V_OCSP_CERTSTATUS_GOOD, -60, 86400, &stranger),
+                 dir_ / "forged.der");
+  release(stranger);
+  EXPECT_NE(staple(dir_ / "forged.der").find("its signature is neither the issuer's"),
+            std::string::npos);
+  // A responder the CA certified (its certificate carried in the response) may sign.
+  Issued responder = issue("responder", &ca_, 10);
+  write_response(answer(ca_, leaf_, V_OCSP_CERTSTATUS_GOOD, -60, 86400, &responder),
+                 dir_ / "delegated.der");
+  release(responder);
+  EXPECT_EQ(staple(dir_ / "delegated.der"), "");
+}
+
+// Without the issuer in the served chain, the response is matched by serial number alone.
+TEST_F(OcspStapleTest, WithoutTheIssuerTheSerialNumberDecides) {
+  SSL_CTX* alone = SSL_CTX_new(TLS_server_method());
+  ASSERT_EQ(SSL_CTX_use_certificate(alone, leaf_.cert), 1);
+  ASSERT_EQ(SSL_CTX_use_PrivateKey(alone, leaf_.key), 1);
+  write_response(answer(ca_, leaf_, V_OCSP_CERTSTATUS_GOOD, -60, 86400), dir_ / "mine.der");
+  write_response(answer(ca_, other_, V_OCSP_CERTSTATUS_GOOD, -60, 86400), dir_ / "theirs.der");
+  std::string error, note;
+  auto held = set_ocsp_staple(alone, (dir_ / "mine.der").string(), error, note);
+  EXPECT_TRUE(held) << error;
+  EXPECT_FALSE(set_ocsp_staple(alone, (dir_ / "theirs.der").string(), error, note));
+  EXPECT_NE(error.find("not about this certificate"), std::string::npos) << error;
+  SSL_CTX_free(alone);
+}
+
 TEST_F(OcspStapleTest, OutOfDateOrRevokedIsStapledWithANote) {
   write_response(answer(ca_, leaf_, V_OCSP_CERTSTATUS_GOOD, -7200, -3600), dir_ / "old.der");
   EXPECT_EQ(staple(dir_ / "old.der"), "");
@@ -152,6 +191,9 @@ TEST_F(OcspStapleTest, OutOfDateOrRevokedIsStapledWithANote) {
   write_response(answer(ca_, leaf_, V_OCSP_CERTSTATUS_REVOKED, -60, 86400), dir_ / "rev.der");
   EXPECT_EQ(staple(dir_ / "rev.der"), "");
   EXPECT_NE(note_.find("says the certificate is revoked"), std::string::npos) << note_;
+  write_response(answer(ca_, leaf_, V_OCSP_CERTSTATUS_UNKNOWN, -60, 86400), dir_ / "unk.der");
+  EXPECT_EQ(staple(dir_ / "unk.der"), "");
+  EXPECT_NE(note_.find("says the responder does not know it"), std::string::npos) << note_;
 }
 
 }  // namespace

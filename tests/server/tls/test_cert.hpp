@@ -48,11 +48,14 @@ inline CertFiles make_cert(const std::filesystem::path& dir, const std::string& 
   return out;
 }
 
-// The settings that serve `pair` with everything else at its default.
+// The settings that serve `pair` with everything else at its default, but kernel TLS off:
+// the tests drive the memory-buffer sessions the same way whatever the kernel has (the
+// kernel-TLS tests turn it on).
 inline TlsSettings settings_for(const CertFiles& pair) {
   TlsSettings s;
   s.certificate = pair.certificate;
   s.key = pair.key;
+  s.ktls = KernelTls::off;
   return s;
 }
 

@@ -24,6 +24,7 @@
 #include "runtime/io.hpp"
 #include "runtime/io_driver.hpp"
 #include "runtime/scheduler.hpp"
+#include "server/tls/kernel_tls.hpp"
 #include "server/tls/tls_context.hpp"
 
 #include "tests/server/temp_dir.hpp"
