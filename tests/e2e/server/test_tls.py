@@ -335,9 +335,13 @@ class Tls:
                          failures + 1)
 
     def test_weft_load_sessions_with_and_without_resumption(self):
-        for extra, sessions in (([], 40), (["--tls-resume"], 40)):
+        # A session resumes only once an earlier one has had its first reply (the ticket comes
+        # with it): resuming sessions start 50 ms apart, so that every one after the first has
+        # a ticket to offer however slow the machine (ASan, a loaded CI); at 200/s a slow
+        # handshake let several start without one.
+        for extra, sessions, rate in (([], 40, 200), (["--tls-resume"], 20, 20)):
             run = run_load(["--server", "127.0.0.1", "--port", self.tls_port, "--uri",
-                            "/hello.txt", "--rate", 200, "--num-conns", sessions, "--num-calls",
+                            "/hello.txt", "--rate", rate, "--num-conns", sessions, "--num-calls",
                             3, "--timeout", 5, "--tls"] + extra)
             self.assertEqual(run.returncode, 0, run.describe())
             j = run.json
@@ -346,7 +350,7 @@ class Tls:
             self.assertEqual(j["replies"]["bytes"]["content"], sessions * 3 * len(site.HELLO))
             self.assertEqual(j["tls"]["handshakes"], sessions, run.describe())
             if extra:
-                self.assertGreaterEqual(j["tls"]["resumed"], sessions - 5, j["tls"])
+                self.assertGreaterEqual(j["tls"]["resumed"], sessions - 3, j["tls"])
 
     def test_random_first_bytes(self):
         rng = random.Random(3500)
