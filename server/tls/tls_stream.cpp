@@ -144,7 +144,7 @@ void TlsStream::attach_socket() {
   BIO_set_fd(socket, fd_, BIO_NOCLOSE);
   SSL_set_bio(ssl_, socket, socket);  // one reference, for both directions
   if (kernel_tls_available()) (void)::setsockopt(fd_, IPPROTO_TCP, TCP_ULP, "tls", 3);
-  socket_ = asked_kernel_ = true;
+  socket_ = true;
 }
 
 void TlsStream::attach_memory() {
@@ -349,6 +349,10 @@ void TlsStream::quiet_close() {
   ERR_clear_error();
   (void)SSL_shutdown(ssl_);
   ERR_clear_error();
+}
+
+bool TlsStream::asked_kernel() const {
+  return asks_kernel(ssl_);  // the option stays set after the handshake, wherever it went
 }
 
 const char* TlsStream::protocol() const {

@@ -57,7 +57,7 @@ class TlsStream {
   bool kernel_sends() const { return kernel_sends_; }
 
   /// Returns whether the session asked for kernel TLS (its handshake ran on the socket).
-  bool asked_kernel() const { return asked_kernel_; }
+  bool asked_kernel() const;
 
   /// Writes the `count` slices of `iov` as records, sending them whenever a batch is waiting
   /// and, unless `more`, the rest before it returns (with `more` they are held for the next
@@ -131,7 +131,6 @@ class TlsStream {
   std::vector<char> records_;
   int fd_;
   bool socket_ = false;        // the session reads and writes the socket (kernel TLS asked)
-  bool asked_kernel_ = false;  // it asked for kernel TLS
   bool kernel_sends_ = false;  // the kernel makes the records it sends
 };
 

@@ -22,30 +22,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Issued {
-  X509* cert = nullptr;
-  EVP_PKEY* key = nullptr;
-};
-
-// A certificate for `cn` with a new P-256 key, signed by `ca` (by itself when null).
-Issued issue(const std::string& cn, const Issued* ca, long serial) {
-  Issued out{X509_new(), EVP_EC_gen("P-256")};
-  X509_set_version(out.cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(out.cert), serial);
-  X509_gmtime_adj(X509_getm_notBefore(out.cert), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(out.cert), 86400);
-  X509_set_pubkey(out.cert, out.key);
-  X509_NAME_add_entry_by_txt(X509_get_subject_name(out.cert), "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  X509_set_issuer_name(out.cert, X509_get_subject_name(ca ? ca->cert : out.cert));
-  X509_sign(out.cert, ca ? ca->key : out.key, EVP_sha256());
-  return out;
-}
-
-void release(Issued& i) {
-  X509_free(i.cert);
-  EVP_PKEY_free(i.key);
-}
+using testing::issue;
+using testing::Issued;
+using testing::release;
 
 // Writes `resp` (DER) to `path`; frees it.
 void write_response(OCSP_RESPONSE* resp, const fs::path& path) {

@@ -19,32 +19,47 @@ struct CertFiles {
   std::filesystem::path key;
 };
 
-// Writes `stem`.crt and `stem`.key into dir: a certificate for common name `cn`, signed by its
-// own key, valid from an hour ago for a day.
+// A certificate and its key, owned by the caller (release()).
+struct Issued {
+  X509* cert = nullptr;
+  EVP_PKEY* key = nullptr;
+};
+
+// A certificate for common name `cn` with a new P-256 key, signed by `ca` (by its own key when
+// null), valid from an hour ago for a day.
+inline Issued issue(const std::string& cn, const Issued* ca, long serial) {
+  Issued out{X509_new(), EVP_EC_gen("P-256")};
+  X509_set_version(out.cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(out.cert), serial);
+  X509_gmtime_adj(X509_getm_notBefore(out.cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(out.cert), 86400);
+  X509_set_pubkey(out.cert, out.key);
+  X509_NAME_add_entry_by_txt(X509_get_subject_name(out.cert), "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_set_issuer_name(out.cert, X509_get_subject_name(ca ? ca->cert : out.cert));
+  X509_sign(out.cert, ca ? ca->key : out.key, EVP_sha256());
+  return out;
+}
+
+inline void release(Issued& i) {
+  X509_free(i.cert);
+  EVP_PKEY_free(i.key);
+}
+
+// Writes `stem`.crt and `stem`.key into dir: a self-signed certificate for common name `cn`
+// (issue()).
 inline CertFiles make_cert(const std::filesystem::path& dir, const std::string& stem,
                            const std::string& cn) {
   static long serial = 1;
-  EVP_PKEY* pkey = EVP_EC_gen("P-256");
-  X509* x = X509_new();
-  X509_set_version(x, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(x), serial++);
-  X509_gmtime_adj(X509_getm_notBefore(x), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(x), 86400);
-  X509_set_pubkey(x, pkey);
-  X509_NAME* name = X509_get_subject_name(x);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  X509_set_issuer_name(x, name);
-  X509_sign(x, pkey, EVP_sha256());
+  Issued x = issue(cn, nullptr, serial++);
   CertFiles out{dir / (stem + ".crt"), dir / (stem + ".key")};
   std::FILE* f = std::fopen(out.certificate.c_str(), "w");
-  PEM_write_X509(f, x);
+  PEM_write_X509(f, x.cert);
   std::fclose(f);
   f = std::fopen(out.key.c_str(), "w");
-  PEM_write_PrivateKey(f, pkey, nullptr, nullptr, 0, nullptr, nullptr);
+  PEM_write_PrivateKey(f, x.key, nullptr, nullptr, 0, nullptr, nullptr);
   std::fclose(f);
-  X509_free(x);
-  EVP_PKEY_free(pkey);
+  release(x);
   return out;
 }
 
