@@ -29,10 +29,31 @@ std::unique_ptr<ClientTls> ClientTls::create(const std::string& server_name, boo
   // configuration file says: a session asking for kTLS would run on the socket.
   SSL_CTX_clear_options(ctx, SSL_OP_ENABLE_KTLS);
 #endif
-  // Sessions are kept here (finished), not in the library's client cache.
-  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   std::string sni = is_address(server_name) ? "" : server_name;
-  return std::unique_ptr<ClientTls>(new ClientTls(ctx, std::move(sni), resume));
+  std::unique_ptr<ClientTls> tls(new ClientTls(ctx, std::move(sni), resume));
+  if (resume) {
+    // Sessions are handed to on_new_session as their tickets are read and kept there, not in
+    // the library's client cache.
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_set_app_data(ctx, tls.get());
+    SSL_CTX_sess_set_new_cb(ctx, &ClientTls::on_new_session);
+  } else {
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  }
+  return tls;
+}
+
+int ClientTls::on_new_session(SSL* ssl, SSL_SESSION* session) {
+  auto* self = static_cast<ClientTls*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+  if (SSL_SESSION_is_resumable(session) != 1) return 0;  // not taken: the library frees it
+  SSL_SESSION* old;
+  {
+    std::lock_guard lock(self->mu_);
+    old = self->kept_;
+    self->kept_ = session;
+  }
+  if (old) SSL_SESSION_free(old);
+  return 1;  // taken: ours to free
 }
 
 ClientTls::~ClientTls() {
@@ -40,7 +61,8 @@ ClientTls::~ClientTls() {
   SSL_CTX_free(ctx_);
 }
 
-SSL* ClientTls::new_session() {
+SSL* ClientTls::new_session(bool& offered) {
+  offered = false;
   SSL* ssl = SSL_new(ctx_);
   if (!ssl) return nullptr;
   SSL_set_connect_state(ssl);
@@ -51,32 +73,29 @@ SSL* ClientTls::new_session() {
   }
   if (resume_) {
     std::lock_guard lock(mu_);
-    if (kept_) SSL_set_session(ssl, kept_);
+    if (kept_) offered = SSL_set_session(ssl, kept_) == 1;
   }
   return ssl;
 }
 
-void ClientTls::finished(SSL* ssl) {
+bool ClientTls::has_session() {
+  std::lock_guard lock(mu_);
+  return kept_ != nullptr;
+}
+
+void ClientTls::finished(SSL* ssl, bool offered) {
   handshakes_.fetch_add(1, std::memory_order_relaxed);
+  if (offered) offered_.fetch_add(1, std::memory_order_relaxed);
   if (SSL_session_reused(ssl) == 1) resumed_.fetch_add(1, std::memory_order_relaxed);
-  if (!resume_) return;
-  SSL_SESSION* s = SSL_get1_session(ssl);
-  if (!s) return;
-  if (SSL_SESSION_is_resumable(s) != 1) {
-    SSL_SESSION_free(s);
-    return;
-  }
-  SSL_SESSION* old;
-  {
-    std::lock_guard lock(mu_);
-    old = kept_;
-    kept_ = s;
-  }
-  if (old) SSL_SESSION_free(old);
+}
+
+void ClientTls::reset_counts() {
+  (void)take_counts();
 }
 
 TlsCounts ClientTls::take_counts() {
   return {handshakes_.exchange(0, std::memory_order_relaxed),
+          offered_.exchange(0, std::memory_order_relaxed),
           resumed_.exchange(0, std::memory_order_relaxed)};
 }
 

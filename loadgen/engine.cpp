@@ -198,7 +198,7 @@ class Engine::Session {
   // With --tls: the handshake on the connected socket; false (the error counted) when it fails.
   bool start_tls() {
     if (!e_.tls_) return true;
-    tls_.emplace(e_.tls_->new_session(), fd_);
+    tls_.emplace(e_.tls_->new_session(offered_), fd_);
     const rt::TimePoint dl = deadline();
     const int rc = tls_->handshake(dl);
     if (rc < 0) {
@@ -213,7 +213,7 @@ class Engine::Session {
   // resumed).
   void end_tls() {
     if (!tls_) return;
-    if (replies_ > 0) e_.tls_->finished(tls_->session());
+    if (replies_ > 0) e_.tls_->finished(tls_->session(), offered_);
     tls_->close_notify(rt::coarse_now() + std::chrono::milliseconds{100});
     tls_.reset();
   }
@@ -369,6 +369,7 @@ class Engine::Session {
   bool measured_;
   int fd_ = -1;
   std::optional<http::TlsStream> tls_;  // with --tls
+  bool offered_ = false;                // the handshake offered a kept session
   bool closing_ = false;                // the last reply said the connection ends
   std::uint64_t sent_ = 0;
   std::uint64_t received_ = 0;
@@ -480,6 +481,29 @@ void Engine::schedule_sessions(const Period& period, unsigned k, unsigned of) {
   end_burst();
 }
 
+void Engine::prime_tls() {
+  const Target& t = target_;
+  const int fd = io::socket(t.addr.ss_family, SOCK_STREAM, 0);
+  if (fd < 0) return;
+  const rt::TimePoint dl =
+      rt::now() + std::chrono::nanoseconds{timeout_ns_ > 0 ? timeout_ns_ : 5'000'000'000};
+  if (io::connect(fd, reinterpret_cast<const sockaddr*>(&t.addr), t.len, dl) == 0) {
+    bool offered = false;
+    http::TlsStream tls(tls_->new_session(offered), fd);
+    if (tls.handshake(dl) == 0) {
+      // The tickets come before anything else the server sends (TLS 1.3: right after the
+      // handshake; 1.2: inside it): read until it closes, answering our close_notify, and
+      // they have been read, with no request made (the server logs nothing).
+      tls.close_notify(dl);
+      char buf[512];
+      while (!tls_->has_session() && tls.read(buf, sizeof buf, dl) > 0) {
+      }
+    }
+  }
+  io::close(fd);
+  tls_->reset_counts();
+}
+
 RunResult Engine::run(const Period& period) {
   for (unsigned i = 0; i < slots_count_; ++i) slots_[i].reset();
   open_.store(0, std::memory_order_relaxed);
@@ -497,6 +521,7 @@ RunResult Engine::run(const Period& period) {
   RunResult result;
   std::int64_t end_ns = 0;
   runtime.run([&] {
+    if (tls_ && options_.tls_resume && !tls_->has_session()) prime_tls();
     start_ns_ = now_ns();
     window_ns_ = start_ns_ + static_cast<std::int64_t>(options_.warmup_s * 1e9);
     progress_start_ns_.store(start_ns_, std::memory_order_relaxed);

@@ -111,6 +111,9 @@ class Engine {
   void schedule_sessions(const Period& period, unsigned k, unsigned of);
   void run_session(std::uint64_t index, std::int64_t due_ns);
   void note_other(const char* what, int err, const char* reason = nullptr);
+  // With --tls-resume: one handshake before the test (not counted), so that every connection
+  // of the test has its ticket to offer; a server that gives none leaves nothing kept.
+  void prime_tls();
 
   const Options& options_;
   const UriSource& source_;

@@ -357,8 +357,9 @@ OptionsParse parse_options(int argc, const char* const* argv) {
   app.add_option("--sweep", raw.sweep, "FROM:TO:STEP: one run per rate, sessions per second");
   app.add_flag("--dry-run", o.dry_run, "print the plan and exit without sending anything");
   app.add_flag("--tls", o.tls, "speak HTTPS (TLS 1.2/1.3; the certificate is not verified)");
-  app.add_flag("--tls-resume", o.tls_resume,
-               "with --tls: every connection offers the last session (resumed handshakes)");
+  app.add_flag(
+      "--tls-resume", o.tls_resume,
+      "with --tls: a warm-up handshake, then every connection offers the last ticket kept");
   app.add_option("--tls-server-name", o.tls_server_name,
                  "the name sent in the TLS handshake (SNI; default: --server unless an address)");
 

@@ -539,7 +539,8 @@ std::string format_text_report(const Stats& s, const ReportContext& c) {
   out += '\n';
   append_text_latency(out, s, f, c);
   if (c.tls) {
-    out += fmt::format("TLS handshakes: {} resumed {}\n", c.tls->handshakes, c.tls->resumed);
+    out += fmt::format("TLS handshakes: {} offered a session {} resumed {}\n", c.tls->handshakes,
+                       c.tls->offered, c.tls->resumed);
   }
   return out;
 }
@@ -568,6 +569,7 @@ std::string format_json_report(const Stats& s, const ReportContext& c) {
   if (c.tls) {
     j.key("tls").open_object();
     j.key("handshakes").value(c.tls->handshakes);
+    j.key("offered").value(c.tls->offered);
     j.key("resumed").value(c.tls->resumed);
     j.close_object();
   }

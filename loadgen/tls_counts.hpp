@@ -5,9 +5,11 @@
 
 namespace weft::load {
 
-/// Handshakes made in a run, and how many of them resumed a session.
+/// Handshakes made in a run, how many of them offered a kept session (--tls-resume), and how
+/// many resumed one.
 struct TlsCounts {
   std::uint64_t handshakes = 0;
+  std::uint64_t offered = 0;
   std::uint64_t resumed = 0;
 };
 

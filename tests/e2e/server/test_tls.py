@@ -335,11 +335,9 @@ class Tls:
                          failures + 1)
 
     def test_weft_load_sessions_with_and_without_resumption(self):
-        # A session resumes only once an earlier one has had its first reply (the ticket comes
-        # with it): resuming sessions start 50 ms apart, so that every one after the first has
-        # a ticket to offer however slow the machine (ASan, a loaded CI); at 200/s a slow
-        # handshake let several start without one.
-        for extra, sessions, rate in (([], 40, 200), (["--tls-resume"], 20, 20)):
+        # With --tls-resume a warm-up handshake brings the first ticket, so every session
+        # offers one however they overlap, and weft resumes each.
+        for extra, sessions, rate in (([], 40, 200), (["--tls-resume"], 40, 200)):
             run = run_load(["--server", "127.0.0.1", "--port", self.tls_port, "--uri",
                             "/hello.txt", "--rate", rate, "--num-conns", sessions, "--num-calls",
                             3, "--timeout", 5, "--tls"] + extra)
@@ -349,8 +347,9 @@ class Tls:
             self.assertEqual(j["replies"]["status"]["2xx"], sessions * 3, run.describe())
             self.assertEqual(j["replies"]["bytes"]["content"], sessions * 3 * len(site.HELLO))
             self.assertEqual(j["tls"]["handshakes"], sessions, run.describe())
-            if extra:
-                self.assertGreaterEqual(j["tls"]["resumed"], sessions - 3, j["tls"])
+            expected = sessions if extra else 0
+            self.assertEqual(j["tls"]["offered"], expected, j["tls"])
+            self.assertEqual(j["tls"]["resumed"], expected, j["tls"])
 
     def test_random_first_bytes(self):
         rng = random.Random(3500)
