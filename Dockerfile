@@ -16,8 +16,9 @@ COPY runtime/ runtime/
 COPY server/ server/
 COPY loadgen/ loadgen/
 RUN cmake --preset release -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_BENCH=OFF \
-    && cmake --build --preset release --target weft \
-    && strip -o /weft build/release/server/weft
+    && cmake --build --preset release --target weft weft-load \
+    && strip -o /weft build/release/server/weft \
+    && strip -o /weft-load build/release/loadgen/weft-load
 
 FROM debian:bookworm-slim
 # Only what `ldd weft` lists beyond libc/libstdc++ (already in the base), and
@@ -30,6 +31,8 @@ RUN apt-get update \
     && useradd --uid 10001 --gid weft --no-create-home --home-dir /nonexistent \
        --shell /usr/sbin/nologin weft
 COPY --from=build /weft /usr/local/bin/weft
+# The load generator too, for fleets of it on a cluster (deploy/k8s/load/): same libraries.
+COPY --from=build /weft-load /usr/local/bin/weft-load
 COPY scripts/container-healthcheck.sh /usr/local/bin/weft-healthcheck
 COPY conf/ /etc/weft/
 COPY www-fixtures/site/ /srv/www/

@@ -465,7 +465,9 @@ void Engine::schedule_sessions(const Period& period, unsigned k, unsigned of) {
   while (const auto s = schedule.next()) {
     const std::int64_t due = start_ns_ + static_cast<std::int64_t>(s->due_ns);
     if (k == 0) mark_window(due);
-    if (s->index % of != k) continue;
+    // This instance's sessions (--client I/N), shared out between its schedulers.
+    const ClientShare& share = options_.client;
+    if (!share.owns(s->index) || (s->index / share.count) % of != k) continue;
     if (due > now_ns()) {
       end_burst();
       rt::sleep_until(time_point(due));

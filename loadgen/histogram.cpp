@@ -64,6 +64,44 @@ void Histogram::reset() {
   mean_ = m2_ = 0.0;
 }
 
+Histogram::Snapshot Histogram::snapshot() const {
+  Snapshot s;
+  for (std::size_t i = 0; i < kBucketCount; ++i) {
+    if (buckets_[i] != 0) s.buckets.emplace_back(static_cast<std::uint32_t>(i), buckets_[i]);
+  }
+  s.count = count_;
+  s.clamped = clamped_;
+  s.min = min_;
+  s.max = max_;
+  s.mean = mean_;
+  s.m2 = m2_;
+  return s;
+}
+
+bool Histogram::restore(const Snapshot& s) {
+  reset();
+  std::uint64_t total = 0;
+  for (const auto& [index, n] : s.buckets) {
+    if (index >= kBucketCount) {
+      reset();
+      return false;
+    }
+    buckets_[index] += n;
+    total += n;
+  }
+  if (total != s.count || s.clamped > s.count || (s.count > 0 && s.min > s.max)) {
+    reset();
+    return false;
+  }
+  count_ = s.count;
+  clamped_ = s.clamped;
+  min_ = s.count ? s.min : 0;
+  max_ = s.max;
+  mean_ = s.mean;
+  m2_ = s.m2;
+  return true;
+}
+
 double Histogram::stddev() const {
   if (count_ < 2) return 0.0;
   return std::sqrt(m2_ / static_cast<double>(count_ - 1));

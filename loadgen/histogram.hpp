@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace weft::load {
@@ -64,6 +65,25 @@ class Histogram {
 
   /// Returns the number of buckets (for tests).
   static constexpr std::size_t bucket_count() { return kBucketCount; }
+
+  /// Everything a histogram holds, with only its non-empty buckets: what a report carries so
+  /// that another process restores the histogram exactly and merges it (weft-load merge).
+  struct Snapshot {
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> buckets;  // (index, count), ascending
+    std::uint64_t count = 0;
+    std::uint64_t clamped = 0;
+    std::uint64_t min = 0;
+    std::uint64_t max = 0;
+    double mean = 0.0;
+    double m2 = 0.0;
+  };
+
+  /// Returns this histogram's contents.
+  Snapshot snapshot() const;
+
+  /// Replaces this histogram's contents with `s`; returns false (and leaves it empty) when
+  /// `s` cannot be one: an index out of range, or bucket counts that do not add up to count.
+  bool restore(const Snapshot& s);
 
  private:
   static constexpr unsigned kMinExponent = 9;   // 2^9 = 512 <= kLowestNs

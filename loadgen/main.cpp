@@ -16,7 +16,9 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -27,6 +29,8 @@
 #include <unistd.h>
 
 #include "loadgen/engine.hpp"
+#include "loadgen/fleet.hpp"
+#include "loadgen/merge.hpp"
 #include "loadgen/options.hpp"
 #include "loadgen/report.hpp"
 #include "loadgen/schedule.hpp"
@@ -50,9 +54,12 @@ void print_preview(const Options& o, const weft::load::UriSource& source) {
   weft::load::Schedule schedule(period, o.workload.seed, limit, duration_ns);
   weft::load::SessionPlan plan;
   fmt::print("first sessions:\n");
-  for (std::uint64_t k = 0; k < kPreviewSessions; ++k) {
+  for (std::uint64_t k = 0; k < kPreviewSessions;) {
     const auto s = schedule.next();
-    if (!s || !source.plan_session(s->index, plan)) break;
+    if (!s) break;
+    if (!o.client.owns(s->index)) continue;  // another instance's (--client I/N)
+    ++k;
+    if (!source.plan_session(s->index, plan)) break;
     fmt::print("  #{} due {:.6f} s:", s->index, static_cast<double>(s->due_ns) / 1e9);
     for (const auto& burst : plan.bursts) {
       fmt::print(" [");
@@ -188,6 +195,9 @@ void report_run(const Options& o, std::size_t i, std::optional<double> rate,
   context.warmup_s = o.warmup_s;
   context.offered_rate = period.rate();
   context.tls = result.tls;
+  context.test = weft::load::test_identity(o, rate);
+  context.clients_of = o.client.count;
+  context.client_indexes = {o.client.index};
   if (!o.quiet) {
     if (i > 0) fmt::print("\n");
     fmt::print("{}", weft::load::format_text_report(result.stats, context));
@@ -228,9 +238,69 @@ int run_all(const Options& o, weft::load::Engine& engine) {
   return ok ? 0 : 1;
 }
 
+// weft-load merge: reads the reports, merges them, prints and writes the merged report.
+int merge_main(int argc, char** argv) {
+  int code = 0;
+  std::string output;
+  const auto mo = weft::load::parse_merge_options(argc, argv, code, output);
+  if (!mo) {
+    std::fputs(output.c_str(), code == 0 ? stdout : stderr);
+    return code;
+  }
+  std::vector<weft::load::MergeInput> inputs;
+  for (const std::string& path : mo->files) {
+    std::ifstream f(path);
+    std::stringstream text;
+    text << f.rdbuf();
+    if (!f) {
+      fmt::print(stderr, "weft-load merge: cannot read {}\n", path);
+      return 1;
+    }
+    inputs.push_back({path, text.str()});
+  }
+  std::string error;
+  const auto merged = weft::load::merge_reports(inputs, error);
+  if (!merged) {
+    fmt::print(stderr, "weft-load merge: {}\n", error);
+    return 1;
+  }
+  const weft::load::ReportContext& c = merged->context;
+  if (c.client_indexes.size() != c.clients_of) {
+    fmt::print(stderr, "weft-load merge: warning: {} of the test's {} instances merged\n",
+               c.client_indexes.size(), c.clients_of);
+  }
+  if (!mo->quiet) fmt::print("{}", weft::load::format_text_report(merged->stats, c));
+  if (!mo->json_file.empty() &&
+      !write_file(mo->json_file, weft::load::format_json_report(merged->stats, c), false)) {
+    return 1;
+  }
+  return 0;
+}
+
+// Waits for --start-at (the clock checked first, unless --no-clock-check); false when the
+// run must not start.
+bool wait_for_start(const Options& o) {
+  if (!o.start_at_s) return true;
+  if (o.clock_check) {
+    if (auto why = weft::load::check_clock(weft::load::read_clock_state(), o.max_clock_error_ms)) {
+      fmt::print(stderr, "weft-load: {}\n", *why);
+      return false;
+    }
+  }
+  std::string error;
+  // A start already past by less than the clocks may disagree is still a common start.
+  if (weft::load::sleep_until_wall_clock(*o.start_at_s, o.max_clock_error_ms / 1000.0, error) !=
+      0) {
+    fmt::print(stderr, "weft-load: {}\n", error);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view{argv[1]} == "merge") return merge_main(argc, argv);
   auto parsed = weft::load::parse_options(argc, argv);
   if (!parsed.options) {
     std::fputs(parsed.output.c_str(), parsed.exit_code == 0 ? stdout : stderr);
@@ -270,5 +340,6 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "weft-load: {}\n", e.what());
     return 1;
   }
+  if (!wait_for_start(o)) return 1;
   return run_all(o, *engine);
 }

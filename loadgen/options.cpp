@@ -67,6 +67,8 @@ struct Raw {
   std::optional<std::string> seed;
   std::optional<double> warmup;
   std::optional<std::string> backend;
+  std::optional<std::string> client;
+  std::optional<std::string> start_at;
 };
 
 // Parses the count option `name` from `text` into `into`; returns an error, or nullopt.
@@ -251,6 +253,33 @@ std::optional<std::string> finish_engine(const Raw& raw, Options& o) {
   return std::nullopt;
 }
 
+// Checks --client, --start-at and --max-clock-error, and fills them.
+std::optional<std::string> finish_fleet(const Raw& raw, Options& o) {
+  std::string error;
+  if (raw.client) {
+    const auto share = parse_client(*raw.client, error);
+    if (!share) return error;
+    o.client = *share;
+    if (o.client.count > 1 && o.sweep_rates.empty() && o.period.spacing == Spacing::kSequential) {
+      return std::string{
+          "--client splits a timed schedule: give --rate or --period (sequential sessions "
+          "cannot be shared out)"};
+    }
+  }
+  if (raw.start_at) {
+    o.start_at_s = parse_start_at(*raw.start_at, error);
+    if (!o.start_at_s) return error;
+    if (!o.sweep_rates.empty()) {
+      return std::string{"--start-at starts one run: give each rate of a sweep its own start"};
+    }
+  }
+  if (!std::isfinite(o.max_clock_error_ms) || o.max_clock_error_ms <= 0.0) {
+    return fmt::format("--max-clock-error {}: must be a number of milliseconds > 0",
+                       o.max_clock_error_ms);
+  }
+  return std::nullopt;
+}
+
 // Checks the combination and fills `o`; returns an error message, or nullopt when all is well.
 // The steps run in this order so the first error reported stays the same one.
 std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::string>& warnings) {
@@ -259,6 +288,7 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
   if (auto e = finish_workload(raw, o, warnings)) return e;
   if (auto e = finish_schedule(raw, o)) return e;
   if (auto e = finish_limits(raw, o)) return e;
+  if (auto e = finish_fleet(raw, o)) return e;
   return finish_engine(raw, o);
 }
 
@@ -362,6 +392,17 @@ OptionsParse parse_options(int argc, const char* const* argv) {
       "with --tls: a warm-up handshake, then every connection offers the last ticket kept");
   app.add_option("--tls-server-name", o.tls_server_name,
                  "the name sent in the TLS handshake (SNI; default: --server unless an address)");
+  app.add_option("--client", raw.client,
+                 "I/N: run instance I's share of a test split over N instances (every N-th "
+                 "session, as one instance would run it)");
+  app.add_option("--start-at", raw.start_at,
+                 "start at this wall-clock time (epoch seconds or 2026-12-04T18:00:00Z), so "
+                 "that a fleet's instances start together");
+  app.add_option("--max-clock-error", o.max_clock_error_ms,
+                 "--start-at refuses a clock whose error bound exceeds this many ms")
+      ->capture_default_str();
+  app.add_flag("--no-clock-check{false}", o.clock_check,
+               "--start-at trusts the clock unchecked (instances on one machine)");
 
   OptionsParse result;
   try {
@@ -387,7 +428,8 @@ std::string httperf_command_line(const Options& o, std::optional<double> rate) {
   const WorkloadSpec& w = o.workload;
   std::string line = "httperf";
   if (o.hog) line += " --hog";
-  line += fmt::format(" --client=0/1 --server={} --port={}", o.server, o.port);
+  line += fmt::format(" --client={}/{} --server={} --port={}", o.client.index, o.client.count,
+                      o.server, o.port);
   if (w.kind == WorkloadSpec::Kind::kUri) line += fmt::format(" --uri={}", w.uri);
   if (w.method != "GET") line += fmt::format(" --method={}", w.method);
   if (rate) {
@@ -420,6 +462,12 @@ std::string httperf_command_line(const Options& o, std::optional<double> rate) {
   if (o.backend == Backend::epoll) line += " --backend=epoll";
   if (o.max_conns != 0) line += fmt::format(" --max-conns={}", o.max_conns);
   return line;
+}
+
+std::string test_identity(const Options& o, std::optional<double> rate) {
+  Options whole = o;
+  whole.client = ClientShare{};
+  return httperf_command_line(whole, rate);
 }
 
 std::string describe_plan(const Options& o) {
@@ -477,6 +525,11 @@ std::string describe_plan(const Options& o) {
                                                                        : "auto");
   out += fmt::format("max-conns: {}\n", o.max_conns ? fmt::format("{}", o.max_conns) : "no cap");
   out += fmt::format("seed:      {}\n", w.seed);
+  if (o.client.count > 1) {
+    out += fmt::format("client:    {} of {}: sessions whose index % {} == {}\n", o.client.index,
+                       o.client.count, o.client.count, o.client.index);
+  }
+  if (o.start_at_s) out += fmt::format("start at:  {:.3f} (epoch seconds)\n", *o.start_at_s);
   if (!o.json_file.empty()) out += fmt::format("json:      {}\n", o.json_file);
   if (!o.csv_file.empty()) out += fmt::format("csv:       {}\n", o.csv_file);
   if (o.hog) out += "hog:       accepted, no effect\n";

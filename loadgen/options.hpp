@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "loadgen/fleet.hpp"
 #include "loadgen/schedule.hpp"
 #include "loadgen/workload.hpp"
 #include "runtime/io_backend.hpp"
@@ -65,6 +66,10 @@ struct Options {
   bool tls = false;                        // --tls: HTTPS, a handshake per connection
   bool tls_resume = false;                 // --tls-resume: offer the last session (implies --tls)
   std::string tls_server_name;             // --tls-server-name; empty: --server's name
+  ClientShare client;                      // --client I/N: this instance's share (fleet.hpp)
+  std::optional<double> start_at_s;        // --start-at: wall-clock start, epoch seconds
+  double max_clock_error_ms = 10.0;        // --max-clock-error: for --start-at
+  bool clock_check = true;                 // --no-clock-check: trust the clock as it is
 
   /// Returns the most sessions to start: the --wsesslog count, else --num-conns, else 1
   /// unless --duration bounds the run (then nullopt: until the duration ends).
@@ -95,6 +100,11 @@ std::optional<std::vector<double>> parse_sweep(const std::string& text, std::str
 /// own options appended: the first line of the text report, which httperf scripts match as
 /// "^httperf ".
 std::string httperf_command_line(const Options& o, std::optional<double> rate = std::nullopt);
+
+/// Returns what identifies the test `o` runs (at `rate` when sweeping) whichever instance of
+/// a fleet runs it: the command line with --client=0/1, so reports of one test's instances
+/// carry the same text and merge.hpp refuses to merge reports of different tests.
+std::string test_identity(const Options& o, std::optional<double> rate = std::nullopt);
 
 /// Returns a human-readable description of the run `o` asks for (--dry-run).
 std::string describe_plan(const Options& o);

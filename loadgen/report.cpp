@@ -7,6 +7,8 @@
 
 #include <fmt/core.h>
 
+#include "loadgen/stats_json.hpp"
+
 #include "weft_version.hpp"
 
 namespace weft::load {
@@ -148,6 +150,11 @@ class JsonWriter {
   void value(std::string_view v) {
     separate();
     string(v);
+  }
+  // Writes `text`, already JSON, as the next value.
+  void raw(std::string_view text) {
+    separate();
+    out_ += text;
   }
 
   std::string take() { return std::move(out_); }
@@ -542,6 +549,14 @@ std::string format_text_report(const Stats& s, const ReportContext& c) {
     out += fmt::format("TLS handshakes: {} offered a session {} resumed {}\n", c.tls->handshakes,
                        c.tls->offered, c.tls->resumed);
   }
+  if (c.clients_of > 1) {
+    out += fmt::format("Clients: {} of {} instances (", c.client_indexes.size(), c.clients_of);
+    for (std::size_t k = 0; k < c.client_indexes.size(); ++k) {
+      out += fmt::format("{}{}", k ? " " : "", c.client_indexes[k]);
+    }
+    out +=
+        c.client_indexes.size() == c.clients_of ? "): the whole test\n" : "): part of the test\n";
+  }
   return out;
 }
 
@@ -573,6 +588,15 @@ std::string format_json_report(const Stats& s, const ReportContext& c) {
     j.key("resumed").value(c.tls->resumed);
     j.close_object();
   }
+  j.key("test").value(c.test);
+  j.key("session_workload").value(c.sessions);
+  j.key("clients").open_object();
+  j.key("of").value(std::uint64_t{c.clients_of});
+  j.key("indexes").open_array();
+  for (auto i : c.client_indexes) j.value(std::uint64_t{i});
+  j.close_array();
+  j.close_object();
+  j.key("raw").raw(stats_to_json(s).dump());
   j.close_object();
   return j.take() + '\n';
 }

@@ -22,12 +22,16 @@
 // read and written on the sockets (httperf leaves out chunk footers).
 //
 // JSON: every figure of the text report, raw counts, both latency distributions
-// (p50/p90/p99/p99.9/max/mean/count) and the per-second timeline. CSV: one row per run of a
+// (p50/p90/p99/p99.9/max/mean/count) and the per-second timeline; then what a merge needs:
+// "test" (what identifies the test), "clients" (which instances of how many), and "raw",
+// the whole Stats in a form that restores exactly (stats_json.hpp). CSV: one row per run of a
 // rate sweep, under csv_header().
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "loadgen/stats.hpp"
 #include "loadgen/tls_counts.hpp"
@@ -41,6 +45,12 @@ struct ReportContext {
   double warmup_s = 0.0;         // --warmup, shown when > 0
   double offered_rate = 0.0;     // sessions per second asked for (CSV, JSON)
   std::optional<TlsCounts> tls;  // with --tls: the run's handshakes
+  // The test this run belongs to, the same for every instance of a fleet (options.hpp's
+  // test_identity), and which instances' figures the report holds: {I} of N for one
+  // instance, every index merged for a merged report (merge.hpp).
+  std::string test;
+  std::uint32_t clients_of = 1;
+  std::vector<std::uint32_t> client_indexes{0};
 };
 
 /// Returns the text report in httperf's layout followed by weft-load's lines; ends in '\n'.

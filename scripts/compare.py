@@ -249,6 +249,10 @@ def add_machine_options(p):
     p.add_argument("--load-cores", default="1",
                    help="CPUs of weft-load (default 1); they may overlap --server-cores when "
                         "--server-cpu caps the servers")
+    p.add_argument("--clients", type=int, default=1, metavar="N",
+                   help="run each measurement as N weft-load instances (--client I/N, one load "
+                        "core each, started together) and merge their reports (weft-load "
+                        "merge); default 1: one instance on every load core")
     p.add_argument("--server-cpu", metavar="FRACTION",
                    help="cap every server at FRACTION of one core (0.1 = 10%%%%), each in a "
                         "cgroup of its own with a 10 ms period; 0 or none: no cap. Default: "
@@ -341,6 +345,8 @@ def check_machine(p, a):
     a.load_cpus = parse_cpus(p, "--load-cores", a.load_cores)
     if a.processors <= 0:
         a.processors = len(a.server_cpus)
+    if not 1 <= a.clients <= 64:
+        p.error("--clients %d: between 1 and 64 instances" % a.clients)
     if a.nice < 0 and os.geteuid() != 0:
         p.error("--nice %d needs root" % a.nice)
     a.cap_fraction, a.cap_why = choose_cap(p, a)
@@ -1100,32 +1106,63 @@ def loadavg():
         return float(f.read().split()[0])
 
 
-def run_load(a, weft_load, server, rate, duration, timeout, json_path):
-    """Runs weft-load once against `server`: (its JSON report, its command line)."""
+def load_argv(a, weft_load, server, rate, duration, timeout, json_path):
+    """weft-load's command line for one measurement (one instance's, without --client)."""
     argv = [weft_load, "--server", "127.0.0.1", "--port", str(server.port),
             "--zipf", repr(a.zipf), "--files", a.fileset_info["manifest"],
             "--num-calls", "%d..%d" % (a.calls_min, a.calls_max), "--rate", repr(rate),
             "--duration", repr(duration), "--timeout", repr(timeout), "--seed", str(a.seed),
-            "--threads", str(len(a.load_cpus)), "--json", json_path, "--quiet"]
+            "--json", json_path, "--quiet"]
     if a.tls:
         argv.append("--tls")
         if a.tls_resume:
             argv.append("--tls-resume")
+    return argv
+
+
+def run_load(a, weft_load, server, rate, duration, timeout, json_path):
+    """Runs weft-load once against `server` (with --clients N: N instances of one test, each
+    on its own load core, merged by `weft-load merge`): (its JSON report, its command line)."""
+    argv = load_argv(a, weft_load, server, rate, duration, timeout, json_path)
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 
-    def child():
+    def child(cpus):
         """In the forked child: CPUs, descriptors and priority of weft-load."""
-        os.sched_setaffinity(0, a.load_cpus)
+        os.sched_setaffinity(0, cpus)
         resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
         if a.nice:
             os.nice(a.nice)
 
     # The run's own limit: the duration, every session's timeout, and room to spare.
-    r = subprocess.run(argv, capture_output=True, text=True, preexec_fn=child,
-                       timeout=duration + 10 * timeout + 30)
-    if r.returncode != 0 or not os.path.exists(json_path):
-        raise RuntimeError("weft-load failed (status %d): %s\n%s"
-                           % (r.returncode, " ".join(argv), r.stderr.strip()[-2000:]))
+    limit = duration + 10 * timeout + 30
+    if a.clients <= 1:
+        argv += ["--threads", str(len(a.load_cpus))]
+        r = subprocess.run(argv, capture_output=True, text=True,
+                           preexec_fn=lambda: child(a.load_cpus), timeout=limit)
+        failed = r.returncode != 0 or not os.path.exists(json_path)
+        stderr = r.stderr
+    else:
+        parts, procs = [], []
+        start = time.time() + 1.0  # every instance started and set up by then
+        for i in range(a.clients):
+            part = "%s.client%d" % (json_path, i)
+            one = [part if x == json_path else x for x in argv]
+            one += ["--client", "%d/%d" % (i, a.clients), "--start-at", "%.3f" % start,
+                    "--no-clock-check"]  # one machine, one clock
+            cpu = sorted(a.load_cpus)[i % len(a.load_cpus)]
+            procs.append(subprocess.Popen(one, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE, text=True,
+                                          preexec_fn=lambda c=cpu: child({c})))
+            parts.append(part)
+        stderr = "".join(p.communicate(timeout=limit)[1] for p in procs)
+        failed = any(p.returncode != 0 for p in procs)
+        if not failed:
+            m = subprocess.run([weft_load, "merge", "--quiet", "--json", json_path] + parts,
+                               capture_output=True, text=True, timeout=60)
+            failed, stderr = m.returncode != 0, stderr + m.stderr
+        argv = argv + ["--client", "I/%d" % a.clients]
+    if failed or not os.path.exists(json_path):
+        raise RuntimeError("weft-load failed: %s\n%s" % (" ".join(argv), stderr.strip()[-2000:]))
     with open(json_path) as f:
         j = json.load(f)
     return (j[0] if isinstance(j, list) else j), argv

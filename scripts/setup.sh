@@ -14,6 +14,7 @@ BUILD_PKGS=(
   node-llhttp           # llhttp C sources, built as a static library (server/)
   libspdlog-dev libfmt-dev
   libtomlplusplus-dev libcli11-dev
+  nlohmann-json3-dev    # weft-load merge reads JSON reports back
   libssl-dev            # TLS (server/tls/): OpenSSL 3, as Debian's NGINX
 )
 # Build of the test suite and benchmark programs, and the MIME fallback the tests see.
@@ -27,7 +28,9 @@ TEST_BUILD_PKGS=(
 # libFuzzer targets (scripts/fuzz.sh); llvm-14 brings llvm-symbolizer, which clang's
 # sanitizers need to name the functions in a crash report.
 TEST_PKGS=(
-  curl openssl python3 python3-yaml clang libclang-rt-14-dev llvm-14 procps iproute2
+  curl openssl python3 python3-yaml clang
+  libclang-rt-14-dev llvm-14 procps iproute2
+  python3-kubernetes    # the Kubernetes API's models: deploy/k8s checked against its schema
   debootstrap           # the package test installs the .deb into a fresh Debian root
 )
 # Benchmarks and comparisons: the peers and the clients that measure them.

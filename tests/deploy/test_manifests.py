@@ -8,9 +8,12 @@ import json
 import math
 import os
 import re
+import shlex
+import subprocess
 import tomllib
 import unittest
 
+import kubernetes.client
 import yaml
 
 SOURCE_DIR = os.path.abspath(os.environ.get(
@@ -233,6 +236,171 @@ class Kubernetes(unittest.TestCase):
         self.assertNotIn("replicas", self.deployment["spec"])
         (metric,) = hpa["metrics"]
         self.assertEqual(metric["resource"]["name"], "cpu")
+
+
+# The Kubernetes API models python3-kubernetes generates from the API's OpenAPI schema, by
+# (apiVersion, kind): what every manifest here is checked against.
+MODELS = {
+    ("apps/v1", "Deployment"): "V1Deployment",
+    ("v1", "Service"): "V1Service",
+    # Debian 12's client (22.6) predates the autoscaling/v2 models; v2beta2's have the same
+    # fields (v2 promoted it unchanged).
+    ("autoscaling/v2", "HorizontalPodAutoscaler"):
+        "V2HorizontalPodAutoscaler" if hasattr(kubernetes.client, "V2HorizontalPodAutoscaler")
+        else "V2beta2HorizontalPodAutoscaler",
+    ("batch/v1", "Job"): "V1Job",
+    ("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim",
+}
+SCALARS = {"str": str, "int": int, "bool": bool, "float": (int, float), "datetime": str}
+
+
+def schema_errors(value, typ, path):
+    """Returns what in `value` does not fit the API model type `typ` ("V1Job", "list[str]",
+    "dict(str, str)", "object" for int-or-string and quantities): unknown fields, wrong types."""
+    if typ.startswith("list["):
+        if not isinstance(value, list):
+            return ["%s: a list expected" % path]
+        return [e for i, v in enumerate(value) for e in schema_errors(v, typ[5:-1],
+                                                                      "%s[%d]" % (path, i))]
+    if typ.startswith("dict("):
+        if not isinstance(value, dict):
+            return ["%s: a map expected" % path]
+        inner = typ[5:-1].split(", ", 1)[1]
+        return [e for k, v in value.items() for e in schema_errors(v, inner, path + "." + k)]
+    if typ == "object":
+        return [] if isinstance(value, (str, int)) else ["%s: a string or number expected" % path]
+    if typ in SCALARS:
+        ok = isinstance(value, SCALARS[typ]) and (typ == "bool" or not isinstance(value, bool))
+        return [] if ok else ["%s: %s expected, not %r" % (path, typ, value)]
+    model = getattr(kubernetes.client, typ)
+    if not isinstance(value, dict):
+        return ["%s: an object (%s) expected" % (path, typ)]
+    fields = {json_name: name for name, json_name in model.attribute_map.items()}
+    errors = []
+    for key, v in value.items():
+        if key not in fields:
+            errors.append("%s.%s: not a field of %s" % (path, key, typ))
+        else:
+            errors += schema_errors(v, model.openapi_types[fields[key]], path + "." + key)
+    return errors
+
+
+def required_errors(doc, typ):
+    """Returns the model's own complaint (a required field missing) when it is built from doc."""
+    try:
+        kubernetes.client.ApiClient()._ApiClient__deserialize(doc, typ)
+    except ValueError as e:
+        return [str(e)]
+    return []
+
+
+def k8s_documents(*folders):
+    """Yields (file, object) for every manifest in deploy/k8s/<folders>."""
+    folder = os.path.join(DEPLOY, "k8s", *folders)
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".yaml"):
+            with open(os.path.join(folder, name)) as f:
+                for doc in yaml.safe_load_all(f):
+                    if doc:
+                        yield name, doc
+
+
+class KubernetesSchema(unittest.TestCase):
+    """Every manifest in deploy/k8s/ fits the Kubernetes API's schema: known kinds, no unknown
+    field, the right types, the required fields present."""
+
+    def test_every_manifest_fits_the_api(self):
+        for folders in ((), ("load",)):
+            for name, doc in k8s_documents(*folders):
+                with self.subTest(file=name, kind=doc.get("kind")):
+                    typ = MODELS.get((doc.get("apiVersion"), doc.get("kind")))
+                    self.assertIsNotNone(typ, "unknown apiVersion/kind")
+                    self.assertEqual(schema_errors(doc, typ, doc["kind"]), [])
+                    self.assertEqual(required_errors(doc, typ), [])
+
+    def test_the_check_catches_mistakes(self):
+        job = dict(k8s_documents("load"))["fleet-job.yaml"]
+        bad = json.loads(json.dumps(job))
+        bad["spec"]["completionMode"] = 4
+        bad["spec"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = "Always"
+        errors = schema_errors(bad, "V1Job", "Job")
+        self.assertEqual(len(errors), 2, errors)
+        del bad["spec"]["template"]["spec"]["containers"]
+        self.assertNotEqual(required_errors(bad, "V1Job"), [])
+
+
+class LoadFleet(unittest.TestCase):
+    """deploy/k8s/load/: a weft-load fleet as an Indexed Job, and its merge step."""
+
+    @classmethod
+    def setUpClass(cls):
+        docs = list(k8s_documents("load"))
+        cls.job = [d for n, d in docs if n == "fleet-job.yaml" and d["kind"] == "Job"][0]
+        cls.claim = [d for _, d in docs if d["kind"] == "PersistentVolumeClaim"][0]
+        cls.merge = [d for n, d in docs if n == "merge-job.yaml"][0]
+        cls.pod = cls.job["spec"]["template"]["spec"]
+        (cls.container,) = cls.pod["containers"]
+        cls.env = {e["name"]: e["value"] for e in cls.container["env"]}
+
+    def test_an_indexed_job_of_n_instances_told_n(self):
+        spec = self.job["spec"]
+        self.assertEqual(spec["completionMode"], "Indexed")
+        self.assertEqual(spec["completions"], spec["parallelism"])
+        self.assertEqual(int(self.env["CLIENTS"]), spec["completions"])
+        self.assertEqual(spec["backoffLimit"], 0)
+        self.assertEqual(self.pod["restartPolicy"], "Never")
+
+    def test_the_image_is_weft_s_and_carries_weft_load(self):
+        deployment = load_k8s()["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+        self.assertEqual(self.container["image"], deployment["image"])
+        self.assertEqual(self.merge["spec"]["template"]["spec"]["containers"][0]["image"],
+                         deployment["image"])
+        self.assertIn("COPY --from=build /weft-load /usr/local/bin/weft-load", read("Dockerfile"))
+
+    def command(self, env):
+        """The container's weft-load command line, as its shell would run it with `env`."""
+        (script,) = self.container["args"]
+        self.assertEqual(self.container["command"], ["/bin/sh", "-c"])
+        for name, value in env.items():
+            script = script.replace('"$%s"' % name, value).replace("$" + name, value)
+        argv = shlex.split(script)
+        self.assertEqual(argv[:2], ["exec", "/usr/local/bin/weft-load"])
+        self.assertNotIn("$", " ".join(argv))
+        return argv[2:]
+
+    def test_each_pod_runs_its_share_of_one_test_and_weft_load_accepts_it(self):
+        binary = os.environ.get("WEFT_LOAD_BINARY")
+        n = int(self.env["CLIENTS"])
+        for index in range(n):
+            argv = self.command(dict(self.env, JOB_COMPLETION_INDEX=str(index)))
+            self.assertEqual(argv[argv.index("--client") + 1], "%d/%d" % (index, n))
+            self.assertEqual(argv[argv.index("--json") + 1], "/reports/report-%d.json" % index)
+            if binary:  # the real weft-load parses it (--dry-run: nothing is sent)
+                proc = subprocess.run([binary] + argv + ["--dry-run"], capture_output=True,
+                                      text=True, timeout=30)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn("client:    %d of %d" % (index, n), proc.stdout)
+
+    def test_reports_meet_on_one_claim_and_the_merge_reads_them_all(self):
+        (mount,) = self.container["volumeMounts"]
+        (volume,) = self.pod["volumes"]
+        self.assertEqual(mount["name"], volume["name"])
+        claim = volume["persistentVolumeClaim"]["claimName"]
+        self.assertEqual(claim, self.claim["metadata"]["name"])
+        self.assertIn("ReadWriteMany", self.claim["spec"]["accessModes"])
+        merge_pod = self.merge["spec"]["template"]["spec"]
+        self.assertEqual(merge_pod["volumes"][0]["persistentVolumeClaim"]["claimName"], claim)
+        (script,) = merge_pod["containers"][0]["args"]
+        self.assertIn("weft-load merge --json %s/merged.json %s/report-*.json"
+                      % (mount["mountPath"], mount["mountPath"]), script)
+
+    def test_non_root_read_only_no_privileges(self):
+        for pod in (self.pod, self.merge["spec"]["template"]["spec"]):
+            self.assertIs(pod["securityContext"]["runAsNonRoot"], True)
+            c = pod["containers"][0]["securityContext"]
+            self.assertIs(c["readOnlyRootFilesystem"], True)
+            self.assertIs(c["allowPrivilegeEscalation"], False)
+            self.assertEqual(c["capabilities"]["drop"], ["ALL"])
 
 
 class Compose(unittest.TestCase):

@@ -101,12 +101,44 @@ class CompareQuick(unittest.TestCase):
 
 @unittest.skipUnless(os.access(WEFT, os.X_OK) and os.access(WEFT_LOAD, os.X_OK),
                      "WEFT_BINARY and WEFT_LOAD_BINARY must name the built binaries")
+class CompareWithAFleet(unittest.TestCase):
+    """--clients 2: each measurement is two weft-load instances of one test, merged; the
+    merged report is read as a single one."""
+
+    def test_two_instances_merged_per_measurement(self):
+        tmp = tempfile.mkdtemp(prefix="weft-compare-fleet-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.chmod(tmp, 0o755)
+        out = os.path.join(tmp, "out")
+        r = compare("--quick", "--nginx-only", "--clients", "2", "--fileset",
+                    os.path.join(tmp, "small"), "--out", out)
+        self.assertEqual(r.returncode, 0, r.stderr[-4000:])
+        with open(os.path.join(out, "runs.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertTrue(rows)
+        for row in rows:
+            self.assertGreater(int(row["replies"]), 0, row)
+            self.assertEqual(row["replies"], row["replies_2xx"], row)
+        merged = parts = 0
+        for name in os.listdir(os.path.join(out, "loadgen")):
+            if not name.endswith(".json"):
+                parts += ".client" in name
+                continue
+            with open(os.path.join(out, "loadgen", name)) as f:
+                j = json.load(f)
+            self.assertEqual(j["clients"], {"of": 2, "indexes": [0, 1]}, name)
+            merged += 1
+        self.assertEqual(parts, 2 * merged)
+
+
+@unittest.skipUnless(os.access(WEFT, os.X_OK) and os.access(WEFT_LOAD, os.X_OK),
+                     "WEFT_BINARY and WEFT_LOAD_BINARY must name the built binaries")
 class CompareUsage(unittest.TestCase):
     def test_bad_options_exit_two(self):
         for args in (["--server-cores", "0", "--load-cores", "0"],
                      ["--server-cores", "0-1", "--load-cores", "0-1", "--server-cpu", "0"],
                      ["--servers", "apache"],
-                     ["--rates", "5:1:1"], ["--calls", "3..1"]):
+                     ["--rates", "5:1:1"], ["--calls", "3..1"], ["--clients", "0"]):
             r = compare(*args, timeout=30)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
 
