@@ -223,6 +223,11 @@ def add_workload_options(p):
     p.add_argument("--rates", metavar="FROM:TO:STEP",
                    help="offered rates, sessions per second (default: from a calibration, up "
                         "to at least 3x NGINX's saturation rate)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="measure every rate N times, the servers alternated inside each "
+                        "repetition and their order reversed every other one; figures, tables "
+                        "and plots are then medians with their spread (min..max), and "
+                        "medians.csv has them (default 1)")
     p.add_argument("--steps", type=int, default=10,
                    help="rates in the calibrated sweep (default 10)")
     p.add_argument("--duration", type=float, help="seconds of load per run (default 6; quick 1)")
@@ -345,6 +350,8 @@ def check_machine(p, a):
     a.load_cpus = parse_cpus(p, "--load-cores", a.load_cores)
     if a.processors <= 0:
         a.processors = len(a.server_cpus)
+    if not 1 <= a.repeat <= 20:
+        p.error("--repeat %d: between 1 and 20" % a.repeat)
     if not 1 <= a.clients <= 64:
         p.error("--clients %d: between 1 and 64 instances" % a.clients)
     if a.nice < 0 and os.geteuid() != 0:
@@ -1379,24 +1386,70 @@ def sweep_rates(a, est):
 
 
 def run_round(a, weft_load, servers, rate, index, rows, tmp, phase):
-    """One run per server at `rate`, in an order rotated by `index`; appends the rows."""
+    """a.repeat runs per server at `rate`, the servers alternated inside each repetition, in
+    an order rotated by `index` and reversed every other repetition (so no server always
+    follows the same one); appends the rows."""
     k = index % len(servers)
     order = servers[k:] + servers[:k]
-    for pos, s in enumerate(order):
-        row = measure(a, weft_load, s, rate, a.duration, a.timeout,
-                      os.path.join(tmp, "%s-%g.json" % (s.name, rate)))
-        row.update({"phase": phase, "rate_index": index, "order": pos})
-        rows.append(row)
-        throttled = ("  throttled %5d/%d" % (row["throttled_periods"], row["cap_periods"])
-                     if s.cap else "")
-        log("  %-11s %7.0f sessions/s: %8.0f replies/s  errors %6.2f%%  p99 %8.1f ms  "
-            "cpu %6.1f us/reply  client %3.0f%%%s%s%s"
-            % (s.name, rate, row["reply_rate"], 100 * row["error_rate"],
-               row["p99_ms_from_schedule"], row["server_cpu_us_per_reply"] or 0,
-               100 * row["client_cpu_share"], throttled,
-               "" if row["valid"] else "  [invalid: %s]" % row["invalid_reason"],
-               "  [restarted]" if row["server_restarted"] else ""))
-        time.sleep(a.settle)
+    for rep in range(a.repeat):
+        for pos, s in enumerate(order if rep % 2 == 0 else order[::-1]):
+            run_one(a, weft_load, s, rate, index, rep, pos, rows, tmp, phase)
+
+
+def run_one(a, weft_load, s, rate, index, rep, pos, rows, tmp, phase):
+    """One measurement of server `s` at `rate`: appends its row and logs it."""
+    name = "%s-%g%s.json" % (s.name, rate, "-r%d" % rep if a.repeat > 1 else "")
+    row = measure(a, weft_load, s, rate, a.duration, a.timeout, os.path.join(tmp, name))
+    row.update({"phase": phase, "rate_index": index, "repeat": rep, "order": pos})
+    rows.append(row)
+    throttled = ("  throttled %5d/%d" % (row["throttled_periods"], row["cap_periods"])
+                 if s.cap else "")
+    log("  %-11s %7.0f sessions/s: %8.0f replies/s  errors %6.2f%%  p99 %8.1f ms  "
+        "cpu %6.1f us/reply  client %3.0f%%%s%s%s"
+        % (s.name, rate, row["reply_rate"], 100 * row["error_rate"],
+           row["p99_ms_from_schedule"], row["server_cpu_us_per_reply"] or 0,
+           100 * row["client_cpu_share"], throttled,
+           "" if row["valid"] else "  [invalid: %s]" % row["invalid_reason"],
+           "  [restarted]" if row["server_restarted"] else ""))
+    time.sleep(a.settle)
+
+
+# The figures a row of medians takes the median of (with --repeat), and those whose spread
+# (min..max over the repetitions) it keeps beside the median.
+MEDIAN_FIELDS = ("reply_rate", "error_rate", "errors", "sessions", "sessions_failed", "requests",
+                 "replies", "replies_2xx", "p50_ms_from_schedule", "p99_ms_from_schedule",
+                 "p50_ms_from_send", "p99_ms_from_send", "schedule_lag_mean_ms",
+                 "schedule_lag_max_ms", "server_cpu_s", "server_cpu_us_per_reply",
+                 "server_util", "client_cpu_s", "client_util", "client_cpu_share",
+                 "throttled_periods")
+SPREAD_FIELDS = ("reply_rate", "error_rate", "p99_ms_from_schedule")
+
+
+def collapse(rows):
+    """One row per (phase, server, rate) of the measured rows: the medians of its valid
+    repetitions (of all of them, marked invalid, when fewer than half were valid), with the
+    spread of SPREAD_FIELDS as <field>_min and <field>_max and the count as `repeats`. Rows of
+    a single repetition come back as they are, with a spread of zero width."""
+    groups = {}
+    for r in measured(rows):
+        groups.setdefault((r["phase"], r["server"], r["offered_sessions_per_s"]), []).append(r)
+    out = []
+    for group in groups.values():
+        ok = [r for r in group if r["valid"]]
+        use = ok if 2 * len(ok) >= len(group) else group
+        row = dict(use[0])
+        for f in MEDIAN_FIELDS:
+            vals = [r[f] for r in use if isinstance(r.get(f), (int, float))]
+            if vals:
+                row[f] = statistics.median(vals)
+        for f in SPREAD_FIELDS:
+            vals = [r[f] for r in use if isinstance(r.get(f), (int, float))]
+            row[f + "_min"], row[f + "_max"] = (min(vals), max(vals)) if vals else (None, None)
+        row["valid"] = use is ok and bool(ok)
+        row["repeats"] = len(group)
+        row["valid_repeats"] = len(ok)
+        out.append(row)
+    return sorted(out, key=lambda r: (r["rate_index"], r["server"]))
 
 
 def sweep(a, weft_load, servers, rows, tmp, conditions):
@@ -1417,18 +1470,18 @@ def sweep(a, weft_load, servers, rows, tmp, conditions):
         run_round(a, weft_load, servers, rate, i, rows, tmp, "sweep")
     index = len(rates)
     if not a.rate_list:
-        r3 = reach_rate(rows, names, rates)
+        r3 = reach_rate(collapse(rows), names, rates)
         if r3:
             log("reach round: %gx S = %g sessions/s" % (REACH, r3))
             run_round(a, weft_load, servers, r3, index, rows, tmp, "reach")
             index += 1
-    r15 = target_rate(rows, names)
+    r15 = target_rate(collapse(rows), names)
     done = {r["offered_sessions_per_s"] for r in measured(rows)}
     if r15 and not any(abs(r - r15) <= 0.02 * r15 for r in done):
         r15 = nice_rate(r15)
         log("target round: 1.5x NGINX's saturation rate = %g sessions/s" % r15)
         run_round(a, weft_load, servers, r15, index, rows, tmp, "target")
-    return probes, summarize(rows, names, r15)
+    return probes, summarize(collapse(rows), names, r15)
 
 
 def measured(rows):
@@ -1542,7 +1595,7 @@ def targets(w, n, at):
 
 # ---- outputs -----------------------------------------------------------------------------------
 
-CSV_FIELDS = ["phase", "rate_index", "order", "server", "offered_sessions_per_s",
+CSV_FIELDS = ["phase", "rate_index", "repeat", "order", "server", "offered_sessions_per_s",
               "offered_requests_per_s", "duration_s", "sessions", "sessions_failed", "requests",
               "replies", "replies_2xx", "reply_rate", "error_rate", "errors"] + \
              ["err_" + c.replace("-", "_") for c in ERROR_CLASSES] + \
@@ -1554,15 +1607,20 @@ CSV_FIELDS = ["phase", "rate_index", "order", "server", "offered_sessions_per_s"
               "client_cpu_s", "client_util", "client_cpu_share", "load_cores_busy",
               "test_duration_s", "loadavg_1m_before", "server_restarted", "server_alive_after",
               "server_error_log_bytes"]
+# medians.csv (--repeat): a row of medians per phase, server and rate, with the spread.
+MEDIAN_CSV_FIELDS = (["phase", "rate_index", "server", "offered_sessions_per_s",
+                      "offered_requests_per_s", "repeats", "valid_repeats", "valid"]
+                     + [f for f in MEDIAN_FIELDS]
+                     + [f + sfx for f in SPREAD_FIELDS for sfx in ("_min", "_max")])
 COLORS = {"weft": "#d62728", "weft-epoll": "#ff7f0e", "nginx": "#1f77b4", "nginx-deferred": "#8c564b",
           "nginx-abort": "#17becf", "h2o": "#2ca02c", "lighttpd": "#9467bd"}
 LABELS = {"nginx-abort": "nginx-abort (tcp_abort_on_overflow=1)"}
 
 
-def write_csv(path, rows):
-    """The measured and target rows, one per run, in CSV_FIELDS order."""
+def write_csv(path, rows, fields=CSV_FIELDS):
+    """The rows, one per line, in `fields` order (CSV_FIELDS: one per run)."""
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow(r)
@@ -1580,12 +1638,17 @@ def write_plot_data(out, rows, names):
                 continue
             with open(os.path.join(out, "plot-%s%s.tsv" % (n, suffix)), "w") as f:
                 f.write("# offered_sessions_per_s offered_requests_per_s reply_rate error_pct "
-                        "p99_ms_from_schedule server_cpu_us_per_reply\n")
+                        "p99_ms_from_schedule server_cpu_us_per_reply reply_rate_min "
+                        "reply_rate_max error_pct_min error_pct_max\n")
                 for r in part:
-                    f.write("%s\t%s\t%s\t%.4f\t%s\t%s\n" % (
+                    lo = r.get("reply_rate_min", r["reply_rate"])
+                    hi = r.get("reply_rate_max", r["reply_rate"])
+                    elo = r.get("error_rate_min", r["error_rate"])
+                    ehi = r.get("error_rate_max", r["error_rate"])
+                    f.write("%s\t%s\t%s\t%.4f\t%s\t%s\t%s\t%s\t%.4f\t%.4f\n" % (
                         r["offered_sessions_per_s"], r["offered_requests_per_s"], r["reply_rate"],
                         100 * r["error_rate"], max(r["p99_ms_from_schedule"], 0.001),
-                        r["server_cpu_us_per_reply"] or 0))
+                        r["server_cpu_us_per_reply"] or 0, lo, hi, 100 * elo, 100 * ehi))
         if any(not r["valid"] for r in mine):
             with_invalid.append(n)
     return with_invalid
@@ -1595,14 +1658,21 @@ def plot(a, out, rows, names, conditions):
     """Writes the data files and a gnuplot script; runs gnuplot when installed. Returns the
     image files written."""
     with_invalid = write_plot_data(out, rows, names)
-    title = ("%s set, Zipf s=%g, %d..%d calls/session, %d server core%s, %s"
+    title = ("%s set, Zipf s=%g, %d..%d calls/session, %d server core%s, %s%s"
              % (a.preset, a.zipf, a.calls_min, a.calls_max, len(a.server_cpus),
-                "" if len(a.server_cpus) == 1 else "s", conditions))
+                "" if len(a.server_cpus) == 1 else "s", conditions,
+                ", medians of %d alternated repetitions (bars: min..max)" % a.repeat
+                if a.repeat > 1 else ""))
 
-    def series(col):
-        """The plot clauses of column `col` for every server (and its invalid rows)."""
-        lines = ["'plot-%s.tsv' using 1:%d with linespoints lw 2 pt 7 ps 0.8 lc rgb '%s' "
-                 "title '%s' noenhanced" % (n, col, COLORS.get(n, "#7f7f7f"), LABELS.get(n, n)) for n in names]
+    def series(col, spread=None):
+        """The plot clauses of column `col` for every server (and its invalid rows); with
+        --repeat, `spread` (the min and max columns) draws the repetitions' range as bars."""
+        using, style = "1:%d" % col, "linespoints"
+        if spread and a.repeat > 1:
+            using, style = "1:%d:%d:%d" % ((col,) + spread), "yerrorlines"
+        lines = ["'plot-%s.tsv' using %s with %s lw 2 pt 7 ps 0.8 lc rgb '%s' "
+                 "title '%s' noenhanced" % (n, using, style, COLORS.get(n, "#7f7f7f"),
+                                            LABELS.get(n, n)) for n in names]
         lines += ["'plot-%s-invalid.tsv' using 1:%d with points pt 6 ps 1.4 lc rgb '%s' "
                   "title '%s: invalid rows (client-limited)' noenhanced" % (n, col, COLORS.get(n, "#7f7f7f"), n)
                   for n in with_invalid]
@@ -1610,9 +1680,9 @@ def plot(a, out, rows, names, conditions):
 
     charts = [
         ("throughput", "reply rate [replies/s]", "set yrange [0:*]",
-         series(3) + ", 'plot-%s.tsv' using 1:2 with lines dt 2 lc rgb '#888888' "
+         series(3, (7, 8)) + ", 'plot-%s.tsv' using 1:2 with lines dt 2 lc rgb '#888888' "
          "title 'offered requests/s'" % names[0]),
-        ("errors", "error rate [% of sessions]", "set yrange [0:*]", series(4)),
+        ("errors", "error rate [% of sessions]", "set yrange [0:*]", series(4, (9, 10))),
         ("p99", "p99 latency from schedule [ms] (log)", "set logscale y", series(5)),
     ]
     with open(os.path.join(out, "plots.gp"), "w") as f:
@@ -1697,8 +1767,13 @@ def rate_table(a, rows, names):
         got = {n: at_rate(rows, n, rate, only_valid=False) for n in names}
         for n in names:
             r = got[n]
-            cells.append("-" if not r else "%.0f (%.1f%%, %.1f)%s" % (
-                r["reply_rate"], 100 * r["error_rate"], r["p99_ms_from_schedule"],
+            spread = ""
+            if r and r.get("repeats", 1) > 1:
+                spread = " [%.0f..%.0f, %.1f..%.1f%%]" % (
+                    r["reply_rate_min"], r["reply_rate_max"], 100 * r["error_rate_min"],
+                    100 * r["error_rate_max"])
+            cells.append("-" if not r else "%.0f (%.1f%%, %.1f)%s%s" % (
+                r["reply_rate"], 100 * r["error_rate"], r["p99_ms_from_schedule"], spread,
                 "" if r["valid"] else " !"))
         if "weft" in names:
             for p in peers:
@@ -1785,9 +1860,12 @@ def tables(a, rows, names, summary, cap):
 def write_outputs(a, out, conditions, probes, rows, names, summary):
     """runs.csv, runs.json, the plots and summary.md; prints the tables."""
     write_csv(os.path.join(out, "runs.csv"), rows)
+    medians = collapse(rows)
+    write_csv(os.path.join(out, "medians.csv"), medians, MEDIAN_CSV_FIELDS)
     with open(os.path.join(out, "runs.json"), "w") as f:
         json.dump({"conditions": conditions, "calibration": probes, "runs": rows,
-                   "summary": summary}, f, indent=1)
+                   "medians": medians, "summary": summary}, f, indent=1)
+    rows = medians + [r for r in rows if r not in measured(rows)]  # figures from the medians
     cap = conditions["cpu_cap"]
     cond_text = "%s, load avg %s-%s" % (
         "CPU cap %g core" % cap["fraction"] if cap["fraction"] else "uncapped",

@@ -101,16 +101,17 @@ class CompareQuick(unittest.TestCase):
 
 @unittest.skipUnless(os.access(WEFT, os.X_OK) and os.access(WEFT_LOAD, os.X_OK),
                      "WEFT_BINARY and WEFT_LOAD_BINARY must name the built binaries")
-class CompareWithAFleet(unittest.TestCase):
+class CompareRepeatedWithAFleet(unittest.TestCase):
     """--clients 2: each measurement is two weft-load instances of one test, merged; the
-    merged report is read as a single one."""
+    merged report is read as a single one. --repeat 2: every rate twice, the servers
+    alternated, the order reversed the second time; medians with their spread."""
 
-    def test_two_instances_merged_per_measurement(self):
+    def test_two_instances_merged_per_measurement_each_rate_twice(self):
         tmp = tempfile.mkdtemp(prefix="weft-compare-fleet-")
         self.addCleanup(shutil.rmtree, tmp, True)
         os.chmod(tmp, 0o755)
         out = os.path.join(tmp, "out")
-        r = compare("--quick", "--nginx-only", "--clients", "2", "--fileset",
+        r = compare("--quick", "--nginx-only", "--clients", "2", "--repeat", "2", "--fileset",
                     os.path.join(tmp, "small"), "--out", out)
         self.assertEqual(r.returncode, 0, r.stderr[-4000:])
         with open(os.path.join(out, "runs.csv")) as f:
@@ -119,6 +120,23 @@ class CompareWithAFleet(unittest.TestCase):
         for row in rows:
             self.assertGreater(int(row["replies"]), 0, row)
             self.assertEqual(row["replies"], row["replies_2xx"], row)
+        # Each rate: weft and NGINX twice, the second repetition in the reverse order.
+        by_rate = {}
+        for row in rows:
+            by_rate.setdefault((row["phase"], row["offered_sessions_per_s"]), []).append(row)
+        for runs in by_rate.values():
+            self.assertEqual(sorted((x["repeat"], x["server"]) for x in runs),
+                             [("0", "nginx"), ("0", "weft"), ("1", "nginx"), ("1", "weft")])
+            first = [x["server"] for x in runs if x["repeat"] == "0"]
+            second = [x["server"] for x in runs if x["repeat"] == "1"]
+            self.assertEqual(first, second[::-1])
+        with open(os.path.join(out, "medians.csv")) as f:
+            medians = list(csv.DictReader(f))
+        self.assertEqual(len(medians), len(rows) // 2)
+        for m in medians:
+            self.assertEqual(m["repeats"], "2", m)
+            self.assertLessEqual(float(m["reply_rate_min"]), float(m["reply_rate"]))
+            self.assertLessEqual(float(m["reply_rate"]), float(m["reply_rate_max"]))
         merged = parts = 0
         for name in os.listdir(os.path.join(out, "loadgen")):
             if not name.endswith(".json"):
