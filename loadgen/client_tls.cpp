@@ -13,7 +13,7 @@ bool is_address(const std::string& host) {
 }  // namespace
 
 std::unique_ptr<ClientTls> ClientTls::create(const std::string& server_name, bool resume,
-                                             std::string& error) {
+                                             bool http2, std::string& error) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   if (!ctx) {
     char buf[256];
@@ -29,6 +29,13 @@ std::unique_ptr<ClientTls> ClientTls::create(const std::string& server_name, boo
   // configuration file says: a session asking for kTLS would run on the socket.
   SSL_CTX_clear_options(ctx, SSL_OP_ENABLE_KTLS);
 #endif
+  // --http2 offers h2 alone: a server that picks http/1.1 fails the session by name.
+  static constexpr unsigned char kH2[] = {2, 'h', '2'};
+  if (http2 && SSL_CTX_set_alpn_protos(ctx, kH2, sizeof kH2) != 0) {
+    SSL_CTX_free(ctx);
+    error = "--http2: cannot offer h2 by ALPN";
+    return nullptr;
+  }
   std::string sni = is_address(server_name) ? "" : server_name;
   std::unique_ptr<ClientTls> tls(new ClientTls(ctx, std::move(sni), resume));
   if (resume) {

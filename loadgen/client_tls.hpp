@@ -26,9 +26,10 @@ namespace weft::load {
 
 class ClientTls {
  public:
-  /// Makes the client context; `server_name` is sent as SNI unless empty or an IP address.
-  /// Returns nullptr with `error` set when the library cannot make one.
-  static std::unique_ptr<ClientTls> create(const std::string& server_name, bool resume,
+  /// Makes the client context; `server_name` is sent as SNI unless empty or an IP address,
+  /// and with `http2` ALPN offers h2 alone. Returns nullptr with `error` set when the library
+  /// cannot make one.
+  static std::unique_ptr<ClientTls> create(const std::string& server_name, bool resume, bool http2,
                                            std::string& error);
   ~ClientTls();
   ClientTls(const ClientTls&) = delete;

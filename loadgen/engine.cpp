@@ -14,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include "loadgen/h2_client.hpp"
 #include "loadgen/response_parser.hpp"
 #include "runtime/fiber.hpp"
 #include "runtime/io.hpp"
@@ -185,9 +186,10 @@ class Engine::Session {
       fail_errno("connect", rc, dl);
     } else {
       stats().record_connected(since(t_conn, now_ns()));
-      ok = start_tls() && run_calls();
+      ok = start_tls() && start_http2() && run_calls();
       stats().record_connection_closed(since(t_conn, now_ns()), replies_);
     }
+    h2_.reset();
     end_tls();
     io::close(fd_);
     fd_ = -1;
@@ -205,6 +207,24 @@ class Engine::Session {
       fail_errno("tls handshake", rc, dl);
       return false;
     }
+    return true;
+  }
+
+  // With --http2: the client session on the connection (over TLS, the server must have chosen
+  // h2 by ALPN); false (counted as "other") when it did not.
+  bool start_http2() {
+    if (!e_.options_.http2) return true;
+    if (tls_) {
+      const unsigned char* proto = nullptr;
+      unsigned len = 0;
+      SSL_get0_alpn_selected(tls_->session(), &proto, &len);
+      if (std::string_view{reinterpret_cast<const char*>(proto), proto ? len : 0} != "h2") {
+        e_.note_other("http2", 0, "the server did not choose h2 in the TLS handshake (ALPN)");
+        fail(ErrorClass::kOther);
+        return false;
+      }
+    }
+    h2_.emplace(e_.target_.host_header, tls_ ? "https" : "http", e_.user_agent_);
     return true;
   }
 
@@ -246,6 +266,7 @@ class Engine::Session {
 
   // Sends calls [first, first + n) at once and reads their replies in order.
   bool round(std::uint32_t first, std::uint32_t n, std::int64_t due) {
+    if (h2_) return round_h2(first, n, due);
     const SessionPlan& plan = st_.plan;
     if (closing_) {
       fail(ErrorClass::kConnReset);  // the server ended the connection with calls left
@@ -276,6 +297,99 @@ class Engine::Session {
       if (!receive(plan.calls[c], send_ns, due)) return false;
     }
     return true;
+  }
+
+  // --http2: calls [first, first + n) as streams, at most --streams open at once (and no more
+  // than the server allows), each reply recorded as its stream ends. Returns false (the
+  // errors counted) when a stream or the connection failed.
+  bool round_h2(std::uint32_t first, std::uint32_t n, std::int64_t due) {
+    H2Client& h = *h2_;
+    h.reset_round();
+    std::uint32_t next = first;
+    std::size_t done = 0;
+    bool ok = true;
+    for (;;) {
+      while (next < first + n && h.open_streams() < e_.options_.streams && h.room() > 0 &&
+             !h.going_away() && h.submit(st_.plan.calls[next], next)) {
+        ++next;
+      }
+      if (!flush_h2()) return false;
+      done = record_h2(due, ok);
+      if (done == n) return ok;
+      if (h.open_streams() == 0 && next < first + n && (h.going_away() || next == first)) {
+        fail(ErrorClass::kConnReset);  // the server took no more streams: calls left unsent
+        return false;
+      }
+      const rt::TimePoint dl = deadline();
+      const std::int64_t got = receive_some(st_.in.get(), kRecvBufferBytes, dl);
+      if (got <= 0) {
+        if (got < 0) fail_errno("recv", got, dl);
+        if (got == 0) fail(ErrorClass::kConnReset);  // closed with streams open
+        return false;
+      }
+      received_ += static_cast<std::uint64_t>(got);
+      if (!h.feed(st_.in.get(), static_cast<std::size_t>(got), now_ns())) {
+        e_.note_other("http2", 0, "the server's frames broke the HTTP/2 protocol");
+        fail(ErrorClass::kOther);
+        flush_h2();  // the GOAWAY nghttp2 queued
+        return false;
+      }
+    }
+  }
+
+  // Sends what the HTTP/2 session has to send; stamps the streams whose requests went out.
+  bool flush_h2() {
+    const std::string_view out = h2_->take_output();
+    if (out.empty()) return true;
+    const rt::TimePoint dl = deadline();
+    const std::int64_t rc = send_all(out.data(), out.size(), dl);
+    if (rc < 0) {
+      fail_errno("send", rc, dl);
+      return false;
+    }
+    sent_ += out.size();
+    const std::int64_t t = now_ns();
+    for (H2Client::Stream& s : h2_->streams()) {
+      if (s.sent && s.sent_ns == 0) {
+        s.sent_ns = t;
+        stats().record_request(at(t), s.request_bytes);
+      }
+    }
+    return true;
+  }
+
+  // Records the streams of this round that ended and were not recorded yet; returns how many
+  // have ended. A reset stream counts as conn-reset and clears `ok`.
+  std::size_t record_h2(std::int64_t due, bool& ok) {
+    std::vector<H2Client::Stream>& streams = h2_->streams();
+    std::size_t ended = 0;
+    for (H2Client::Stream& s : streams) {
+      if (!s.closed) continue;
+      ++ended;
+      if (s.recorded) continue;
+      s.recorded = true;
+      if (s.reset) {
+        fail(ErrorClass::kConnReset);
+        ok = false;
+        continue;
+      }
+      const Call& call = st_.plan.calls[s.call];
+      const std::int64_t first = s.first_ns ? s.first_ns : s.last_ns;
+      ReplySample r;
+      r.status = s.response.status;
+      r.header_bytes = s.response.header_bytes;
+      r.body_bytes = s.response.body_bytes;
+      r.response_ns = since(s.sent_ns, first);
+      r.transfer_ns = since(first, s.last_ns);
+      r.from_schedule_ns = since(due, s.last_ns);
+      r.from_send_ns = since(s.sent_ns, s.last_ns);
+      stats().record_reply(at(s.last_ns), r);
+      rt::bump_owned(e_.local_slot().replies);
+      ++replies_;
+      last_reply_ns_ = std::max(last_reply_ns_, s.last_ns);
+      if (const auto c = classify_response(s.response, call.expected_size)) fail(*c);
+    }
+    return ended;
   }
 
   void append_request(const Call& call) {
@@ -369,6 +483,7 @@ class Engine::Session {
   bool measured_;
   int fd_ = -1;
   std::optional<http::TlsStream> tls_;  // with --tls
+  std::optional<H2Client> h2_;          // with --http2
   bool offered_ = false;                // the handshake offered a kept session
   bool closing_ = false;                // the last reply said the connection ends
   std::uint64_t sent_ = 0;
@@ -386,6 +501,7 @@ Engine::Engine(const Options& options, const UriSource& source, Target target)
       target_(std::move(target)),
       slots_count_(options.threads),
       slots_(new Share[options.threads]) {
+  user_agent_ = fmt::format("weft-load/{}", kWeftVersion);
   request_headers_ =
       fmt::format("User-Agent: weft-load/{}\r\nHost: {}\r\n", kWeftVersion, target_.host_header);
   if (options_.timeout_s) timeout_ns_ = static_cast<std::int64_t>(*options_.timeout_s * 1e9);
@@ -394,7 +510,7 @@ Engine::Engine(const Options& options, const UriSource& source, Target target)
     std::string error;
     const std::string& name =
         options_.tls_server_name.empty() ? options_.server : options_.tls_server_name;
-    tls_ = ClientTls::create(name, options_.tls_resume, error);
+    tls_ = ClientTls::create(name, options_.tls_resume, options_.http2, error);
     if (!tls_) throw std::runtime_error(error);
   }
   if (const auto own = source_.session_limit();

@@ -132,6 +132,7 @@ class Engine {
   std::atomic<std::int64_t> progress_start_ns_{0};
   std::int64_t timeout_ns_ = 0;     // --timeout; 0: none
   std::string request_headers_;     // User-Agent and Host lines, the same in every request
+  std::string user_agent_;          // weft-load/VERSION (HTTP/2's user-agent field)
   std::unique_ptr<ClientTls> tls_;  // with --tls
   rt::WaitGroup sessions_wg_;       // sessions spawned and not yet ended
   std::atomic<bool> other_noted_{false};

@@ -69,6 +69,7 @@ struct Raw {
   std::optional<std::string> backend;
   std::optional<std::string> client;
   std::optional<std::string> start_at;
+  std::optional<std::uint32_t> streams;
 };
 
 // Parses the count option `name` from `text` into `into`; returns an error, or nullopt.
@@ -273,6 +274,13 @@ std::optional<std::string> finish_fleet(const Raw& raw, Options& o) {
       return std::string{"--start-at starts one run: give each rate of a sweep its own start"};
     }
   }
+  if (raw.streams) {
+    if (!o.http2) return std::string{"--streams needs --http2"};
+    if (*raw.streams < 1 || *raw.streams > 1000) {
+      return fmt::format("--streams {}: must be between 1 and 1000", *raw.streams);
+    }
+    o.streams = *raw.streams;
+  }
   if (!std::isfinite(o.max_clock_error_ms) || o.max_clock_error_ms <= 0.0) {
     return fmt::format("--max-clock-error {}: must be a number of milliseconds > 0",
                        o.max_clock_error_ms);
@@ -392,6 +400,11 @@ OptionsParse parse_options(int argc, const char* const* argv) {
       "with --tls: a warm-up handshake, then every connection offers the last ticket kept");
   app.add_option("--tls-server-name", o.tls_server_name,
                  "the name sent in the TLS handshake (SNI; default: --server unless an address)");
+  app.add_flag("--http2", o.http2,
+               "speak HTTP/2: h2 by ALPN with --tls, else h2c with prior knowledge; a session "
+               "is one connection and its calls are streams");
+  app.add_option("--streams", raw.streams,
+                 "with --http2: at most N streams of a session open at once (default 100)");
   app.add_option("--client", raw.client,
                  "I/N: run instance I's share of a test split over N instances (every N-th "
                  "session, as one instance would run it)");
@@ -461,6 +474,8 @@ std::string httperf_command_line(const Options& o, std::optional<double> rate) {
   if (o.backend == Backend::io_uring) line += " --backend=io_uring";
   if (o.backend == Backend::epoll) line += " --backend=epoll";
   if (o.max_conns != 0) line += fmt::format(" --max-conns={}", o.max_conns);
+  if (o.tls || o.tls_resume) line += o.tls_resume ? " --tls-resume" : " --tls";
+  if (o.http2) line += fmt::format(" --http2 --streams={}", o.streams);
   return line;
 }
 

@@ -246,6 +246,11 @@ def add_workload_options(p):
                         "left out: Debian ships its TLS in another package)")
     p.add_argument("--tls-resume", action="store_true",
                    help="with --tls: weft-load resumes the sessions of earlier connections")
+    p.add_argument("--http2", action="store_true",
+                   help="with --tls: HTTP/2 (h2 by ALPN; NGINX's `http2`, H2O's and weft's "
+                        "default); each session is one connection and its calls are streams")
+    p.add_argument("--streams", type=int, default=100, metavar="N",
+                   help="with --http2: at most N streams of a session open at once (default 100)")
 
 
 def add_machine_options(p):
@@ -293,8 +298,10 @@ def check_servers(p, a):
         if "lighttpd" in a.servers and a.servers != list(DEFAULT_SERVERS):
             p.error("--tls: lighttpd's TLS module is another Debian package; leave it out")
         a.servers = [s for s in a.servers if s != "lighttpd"]
-    elif a.tls_resume:
-        p.error("--tls-resume needs --tls")
+    elif a.tls_resume or a.http2:
+        p.error("%s needs --tls" % ("--tls-resume" if a.tls_resume else "--http2"))
+    if not 1 <= a.streams <= 1000:
+        p.error("--streams %d: between 1 and 1000" % a.streams)
     if a.tuned_nginx:
         a.servers.append("nginx-abort")
     a.weft_settings = {"weft-epoll": {"io": {"backend": '"epoll"'}}}
@@ -678,9 +685,10 @@ def make_certificate(work):
     return cert, key
 
 
-def tls_config(kind, text, port, tls):
+def tls_config(kind, text, port, tls, http2=False):
     """Server configuration `text` of a `kind` made to speak TLS only on `port`, with the
-    certificate and key `tls`."""
+    certificate and key `tls`; `http2`: HTTP/2 offered by ALPN too (H2O and weft offer it
+    whenever they speak TLS)."""
     cert, key = tls
     if kind == "weft":
         return merge_toml(text, {"server": {"listen": "[]",
@@ -689,7 +697,7 @@ def tls_config(kind, text, port, tls):
     if kind == "nginx":
         listen = "listen 127.0.0.1:%d " % port
         assert listen in text
-        return text.replace(listen, listen + "ssl ").replace(
+        return text.replace(listen, listen + ("ssl http2 " if http2 else "ssl ")).replace(
             "http {\n", "http {\n  ssl_certificate %s; ssl_certificate_key %s;\n" % tls)
     if kind == "h2o":
         listen = "  port: %d\n" % port
@@ -889,7 +897,7 @@ class Server:
         conf = self.CONFIGS[self.kind](self.dir, self.port, fileset["dir"], lim,
                                        a.access_log == "on", **extra)
         if a.tls:
-            conf = tls_config(self.kind, conf, self.port, a.tls_files)
+            conf = tls_config(self.kind, conf, self.port, a.tls_files, a.http2)
         ext = {"weft": "toml", "nginx": "conf", "h2o": "conf", "lighttpd": "conf"}[self.kind]
         self.conf = os.path.join(self.dir, "%s.%s" % (name, ext))
         with open(self.conf, "w") as f:
@@ -1124,6 +1132,8 @@ def load_argv(a, weft_load, server, rate, duration, timeout, json_path):
         argv.append("--tls")
         if a.tls_resume:
             argv.append("--tls-resume")
+        if a.http2:
+            argv += ["--http2", "--streams", str(a.streams)]
     return argv
 
 

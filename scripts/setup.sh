@@ -16,6 +16,7 @@ BUILD_PKGS=(
   libtomlplusplus-dev libcli11-dev
   nlohmann-json3-dev    # weft-load merge reads JSON reports back
   libssl-dev            # TLS (server/tls/): OpenSSL 3, as Debian's NGINX
+  libnghttp2-dev        # HTTP/2 framing and HPACK (server/h2/): nghttp2 1.52
 )
 # Build of the test suite and benchmark programs, and the MIME fallback the tests see.
 TEST_BUILD_PKGS=(

@@ -145,9 +145,10 @@ def wait_for_port(port, proc=None, timeout=10):
 
 class NginxServer:
     """NGINX serving `root` with one worker, unprivileged, from a temporary folder; with
-    `tls`, over HTTPS with a fresh self-signed ECDSA P-256 certificate (the openssl command)."""
+    `tls`, over HTTPS with a fresh self-signed ECDSA P-256 certificate (the openssl command);
+    with `http2`, HTTP/2 too (h2 by ALPN over TLS, h2c with prior knowledge without)."""
 
-    def __init__(self, root, tls=False):
+    def __init__(self, root, tls=False, http2=False, max_streams=128):
         self.dir = tempfile.mkdtemp(prefix="weft-load-nginx-")
         listen = ""
         if tls:
@@ -157,8 +158,13 @@ class NginxServer:
                             "-keyout", os.path.join(self.dir, "key.pem"),
                             "-out", os.path.join(self.dir, "cert.pem")],
                            check=True, capture_output=True)
-            listen = " ssl;\n    ssl_certificate {d}/cert.pem;\n    " \
-                     "ssl_certificate_key {d}/key.pem".format(d=self.dir)
+            listen = " ssl{h2};\n    ssl_certificate {d}/cert.pem;\n    " \
+                     "ssl_certificate_key {d}/key.pem".format(d=self.dir,
+                                                              h2=" http2" if http2 else "")
+        elif http2:
+            listen = " http2"
+        if http2:
+            listen += ";\n    http2_max_concurrent_streams %d" % max_streams
         self.port = free_port()
         self.access_log = os.path.join(self.dir, "access.log")
         conf = """
