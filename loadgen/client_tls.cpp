@@ -52,15 +52,20 @@ std::unique_ptr<ClientTls> ClientTls::create(const std::string& server_name, boo
 
 int ClientTls::on_new_session(SSL* ssl, SSL_SESSION* session) {
   auto* self = static_cast<ClientTls*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
-  if (SSL_SESSION_is_resumable(session) != 1) return 0;  // not taken: the library frees it
+  if (SSL_SESSION_is_resumable(session) != 1) return 0;
+  // A copy: `session` stays the connection's own, and the library marks a connection's
+  // session not resumable when that connection fails (a fatal alert, an unexpected end), which
+  // would silently turn every later offer of it into a full handshake.
+  SSL_SESSION* copy = SSL_SESSION_dup(session);
+  if (!copy) return 0;
   SSL_SESSION* old;
   {
     std::lock_guard lock(self->mu_);
     old = self->kept_;
-    self->kept_ = session;
+    self->kept_ = copy;
   }
   if (old) SSL_SESSION_free(old);
-  return 1;  // taken: ours to free
+  return 0;  // not taken: the connection keeps its own reference
 }
 
 ClientTls::~ClientTls() {
@@ -79,8 +84,17 @@ SSL* ClientTls::new_session(bool& offered) {
              const_cast<char*>(server_name_.c_str()));
   }
   if (resume_) {
-    std::lock_guard lock(mu_);
-    if (kept_) offered = SSL_set_session(ssl, kept_) == 1;
+    // Each connection offers its own copy of the kept session, for the reason given in
+    // on_new_session: one connection's failure must not spoil the ticket for the others.
+    SSL_SESSION* copy = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      if (kept_) copy = SSL_SESSION_dup(kept_);
+    }
+    if (copy) {
+      offered = SSL_set_session(ssl, copy) == 1;
+      SSL_SESSION_free(copy);  // the connection holds its reference
+    }
   }
   return ssl;
 }
