@@ -465,6 +465,7 @@ std::vector<Field> cache_and_log_fields() {
       {"fd_cache", "errors_valid",
        duration(&Config::fd_cache_errors_valid, Millis{0}, Millis{86'400'000})},
       {"fd_cache", "inactive", duration(&Config::fd_cache_inactive, Millis{0}, Millis{86'400'000})},
+      {"fd_cache", "max_watches", integer(&Config::fd_cache_max_watches, 1, 10'000'000)},
       {"fd_cache", "revalidate",
        choice(&Config::fd_cache_revalidate,
               {{"statx", Revalidation::statx}, {"inotify", Revalidation::inotify}})},

@@ -418,6 +418,9 @@ void Server::add_gauges() {
         current([](ServerContext& c) { return c.files->size(); }));
   gauge("weft_fd_cache_bytes", "Bytes of file contents in the fd cache",
         current([](ServerContext& c) { return c.files->bytes(); }));
+  gauge("weft_fd_cache_watched_dirs",
+        "Directories of the default site inotify watches (at most fd_cache.max_watches)",
+        current([](ServerContext& c) { return c.files->watched_dirs(); }));
   gauge("weft_connections_idle",
         "Connections waiting for their next request without a fiber (reclaimable when "
         "limits.max_connections are open)",

@@ -179,6 +179,7 @@ struct Config {
   Millis fd_cache_errors_valid{0};  // for failures inotify does not cover
   Millis fd_cache_inactive{60'000};
   Revalidation fd_cache_revalidate = Revalidation::inotify;
+  unsigned fd_cache_max_watches = 10000;  // inotify watches per site; beyond: statx revalidation
 
   // [log]
   std::string log_level = "info";

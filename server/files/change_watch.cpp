@@ -19,9 +19,11 @@ namespace weft::http {
 
 namespace {
 
+// IN_DONT_FOLLOW with IN_ONLYDIR: a symlink on the path is not a directory (ENOTDIR), so it
+// is never watched through; see watch_dirs_of.
 constexpr uint32_t kWatchMask = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM |
                                 IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF |
-                                IN_MOVE_SELF | IN_ONLYDIR;
+                                IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
 
 // File systems whose files change without this kernel knowing (another client of the
 // server, or a FUSE daemon's backing store), so inotify would stay silent: statfs(2) f_type.
@@ -53,7 +55,7 @@ std::string_view dir_of(std::string_view path) {
 
 }  // namespace
 
-std::unique_ptr<ChangeWatch> ChangeWatch::create(int root_fd, Sink& sink) {
+std::unique_ptr<ChangeWatch> ChangeWatch::create(int root_fd, Sink& sink, std::size_t max_watches) {
   if (remote_file_system(root_fd)) {
     spdlog::warn(
         "fd cache: the document root is on a network or FUSE file system, whose changes "
@@ -66,11 +68,11 @@ std::unique_ptr<ChangeWatch> ChangeWatch::create(int root_fd, Sink& sink) {
                  std::strerror(errno));
     return nullptr;
   }
-  return std::unique_ptr<ChangeWatch>(new ChangeWatch(root_fd, fd, sink));
+  return std::unique_ptr<ChangeWatch>(new ChangeWatch(root_fd, fd, sink, max_watches));
 }
 
-ChangeWatch::ChangeWatch(int root_fd, int inotify_fd, Sink& sink)
-    : root_fd_(root_fd), fd_(inotify_fd), sink_(sink) {}
+ChangeWatch::ChangeWatch(int root_fd, int inotify_fd, Sink& sink, std::size_t max_watches)
+    : root_fd_(root_fd), fd_(inotify_fd), sink_(sink), max_watches_(max_watches) {}
 
 ChangeWatch::~ChangeWatch() {
   ::close(fd_);  // drops every watch with the instance
@@ -177,7 +179,12 @@ void ChangeWatch::forget_all_locked() {
 bool ChangeWatch::watch_dirs_of(std::string_view path) {
   // Every directory from the root down to the file's is watched: inotify reports changes to
   // a directory's own entries only, so renaming or replacing a grandparent (content moved out
-  // of the root) is seen only by a watch on the grandparent's parent.
+  // of the root) is seen only by a watch on the grandparent's parent. Each is watched without
+  // following a symlink, from the root down, so every watch is a real directory reached by
+  // real directories: a path through a symlink (a release link switched in a directory
+  // nobody watches, "site -> releases/cur -> v1") stops at the link, and its entries are
+  // revalidated with statx, as is every path past max_watches. So the maps hold one path per
+  // directory, never more than max_watches ("a -> ." loops cannot grow them).
   if (path.size() > 1 && names_directory(path)) path.remove_suffix(1);
   std::string_view dir = dir_of(path);  // "" for entries in the root, "/a/b" otherwise
   std::lock_guard g(watch_mu_);
@@ -196,6 +203,15 @@ std::size_t ChangeWatch::watched_dirs() const {
 
 bool ChangeWatch::watch_one_dir(const std::string& dir) {
   if (dir_wds_.contains(dir)) return true;
+  if (dir_wds_.size() >= max_watches_) {
+    if (!warned_max_.exchange(true)) {
+      spdlog::warn(
+          "fd cache: {} directories watched (fd_cache.max_watches); files in the others are "
+          "checked with statx on every request",
+          dir_wds_.size());
+    }
+    return false;
+  }
   std::string rel = root_relative(dir);
   // inotify has no *at() form: watch through the root descriptor's /proc path.
   std::string proc = "/proc/self/fd/" + std::to_string(root_fd_) + "/" + rel;
@@ -206,8 +222,9 @@ bool ChangeWatch::watch_one_dir(const std::string& dir) {
           "fd cache: inotify watch limit reached (fs.inotify.max_user_watches); files in "
           "directories not watched are checked with statx on every request");
     }
-    // Not remembered: a client can name any number of directories that do not exist, and
-    // their entries fall back to statx revalidation. The path is client input: quoted.
+    // Not remembered: a client can name any number of directories that do not exist (or
+    // symlinks, ENOTDIR), and their entries fall back to statx revalidation. The path is
+    // client input: quoted.
     spdlog::debug("fd cache: cannot watch {:?}: {}", dir, std::strerror(errno));
     return false;
   }

@@ -16,11 +16,13 @@
 // background whenever events wait, so the queue does not fill while no request comes.
 //
 // Fallbacks (the cache revalidates with statx what this does not cover): a directory that
-// cannot be watched (fs.inotify.max_user_watches reached, or it does not exist) leaves its
-// paths unwatched; a lost event (IN_Q_OVERFLOW) empties the cache and forgets every watch,
-// which the next loads set up again; no inotify at all (init failed, or the root is on a
-// network or FUSE file system, whose remote changes inotify never reports) means no
-// ChangeWatch (create() returns null).
+// cannot be watched (fs.inotify.max_user_watches or fd_cache.max_watches reached, or it does
+// not exist) leaves its paths unwatched, and so does a symlink on the path (watches never
+// follow one: a link switched in a directory nobody watches would go unseen, and links to
+// an ancestor would make endless paths); a lost event (IN_Q_OVERFLOW) empties the cache and forgets
+// every watch, which the next loads set up again; no inotify at all (init failed, or the root is on
+// a network or FUSE file system, whose remote changes inotify never reports) means no ChangeWatch
+// (create() returns null).
 //
 // Threads: any fiber. Reads of the queue, with the application of their events, are
 // serialized (drain_mu_), and a read's ticket is published only after its events were
@@ -56,14 +58,16 @@ class ChangeWatch {
   };
 
   /// Returns a watch of the directory `root_fd` (kept open by the caller) reporting to
-  /// `sink`, or null when inotify cannot serve (logged with the reason).
-  static std::unique_ptr<ChangeWatch> create(int root_fd, Sink& sink);
+  /// `sink`, watching at most `max_watches` directories, or null when inotify cannot serve
+  /// (logged with the reason).
+  static std::unique_ptr<ChangeWatch> create(int root_fd, Sink& sink, std::size_t max_watches);
   ~ChangeWatch();
   ChangeWatch(const ChangeWatch&) = delete;
   ChangeWatch& operator=(const ChangeWatch&) = delete;
 
   /// Watches every directory from the root down to the one holding normalized `path`;
-  /// returns whether all of them are watched (else changes there may go unseen).
+  /// returns whether all of them are watched, none being a symlink (else changes there may
+  /// go unseen).
   bool watch_dirs_of(std::string_view path);
 
   /// Reads and applies the events queued before the calling fiber's latest I/O result was
@@ -86,7 +90,7 @@ class ChangeWatch {
   uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
 
  private:
-  ChangeWatch(int root_fd, int inotify_fd, Sink& sink);
+  ChangeWatch(int root_fd, int inotify_fd, Sink& sink, std::size_t max_watches);
 
   void drain_after(uint64_t stamp);
   void read_events();
@@ -97,6 +101,7 @@ class ChangeWatch {
   const int root_fd_;
   const int fd_;  // the inotify instance, non-blocking
   Sink& sink_;
+  const std::size_t max_watches_;  // fd_cache.max_watches: dir_wds_ never holds more
 
   // The latest read's ticket (io_epoch.hpp), published after its events were applied.
   alignas(64) std::atomic<uint64_t> read_ticket_{0};
@@ -105,12 +110,13 @@ class ChangeWatch {
   std::mutex drain_mu_;
 
   // Watched directories by path relative to the root ("" for the root itself) and by watch
-  // descriptor; one descriptor stands for every path that leads to its directory (a
-  // symlink to a directory inside the root gives two).
+  // descriptor. No path passes through a symlink, so a directory has one path (a bind
+  // mount inside the root could give it two: hence a list per descriptor).
   mutable std::mutex watch_mu_;
   std::unordered_map<int, std::vector<std::string>> wd_dirs_;
   std::unordered_map<std::string, int> dir_wds_;
   std::atomic<bool> warned_limit_{false};
+  std::atomic<bool> warned_max_{false};
 };
 
 }  // namespace weft::http

@@ -172,7 +172,7 @@ FdCache::Impl::Impl(const Config& config, int root_fd, const MimeMap& mime, Metr
       break;
   }
   if (enabled_ && config.fd_cache_revalidate == Revalidation::inotify) {
-    watch_ = ChangeWatch::create(root_fd, *this);
+    watch_ = ChangeWatch::create(root_fd, *this, config.fd_cache_max_watches);
   }
 }
 

@@ -15,8 +15,9 @@
 // that costs no system call for most lookups (see change_watch.hpp). So a request that starts
 // after a file was replaced, rewritten, truncated, removed or moved away (its directory, a
 // symlink on its path) gets the new file or the new 404, like a server without a cache.
-// What inotify cannot vouch for (a directory that cannot be watched, a path whose last step
-// is a symlink, a file with several hard links, an inotify-less root: change_watch.hpp) is
+// What inotify cannot vouch for (a directory that cannot be watched or past
+// fd_cache.max_watches, a path that is or passes through a symlink, a file with several hard
+// links, an inotify-less root: change_watch.hpp) is
 // checked with statx (inode, device, size, mtime, ctime) on every lookup, and a failed
 // lookup whose directory is not watched is tried again. With "statx", every hit is checked
 // so. `valid` > 0 opts into a window instead, as NGINX's open_file_cache_valid: events are

@@ -15,8 +15,10 @@
 // to 255 bytes each, and a page of at most a few KB per entry for names of escaped bytes)
 // stay in proportion to it. A directory with more is cut: the first `max_entries` entries
 // in the order the file system returns them, sorted among themselves, and both formats say
-// so. Reads with plain system calls on the calling processor: listings are off by default,
-// and a directory read from the page cache takes microseconds per entry.
+// so. Reads with plain system calls on the calling processor (listings are off by default,
+// and a directory read from the page cache takes microseconds per entry), yielding to the
+// processor's other fibers after every kListingStatsPerTurn entries, so that a large or cold
+// directory holds them for one batch at a time, not for the whole listing.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +32,10 @@
 #include "server/http/request.hpp"
 
 namespace weft::http {
+
+/// Entries read_listing looks at (one fstatat each) before it lets the processor's other
+/// fibers run (picked: 64 cached fstatat take about 50 us here, a cold one about 0.15 ms).
+inline constexpr std::size_t kListingStatsPerTurn = 64;
 
 /// What a listing is sorted by (?sort=name|size|date).
 enum class ListingKey : std::uint8_t { name, size, date };
@@ -89,7 +95,8 @@ ListingOrder parse_listing_order(std::string_view query);
 ListingFormat listing_format(std::span<const Header> headers);
 
 /// Reads the entries of the open directory `dfd` (which this closes) into `out` (cleared
-/// first), at most `max_entries` of them (more: out.truncated); returns false when the
+/// first), at most `max_entries` of them (more: out.truncated), yielding every
+/// kListingStatsPerTurn entries when called on a fiber; returns false when the
 /// directory cannot be read. An entry gone before its fstatat is left out; one that cannot
 /// be looked at otherwise (EACCES) is listed by its name and dirent type, without size or date.
 bool read_listing(int dfd, std::size_t max_entries, Listing& out);

@@ -55,6 +55,10 @@ struct ConnectionWork {
   static constexpr int kMaxIov = 32;
   static constexpr int kMaxOutgoing = 32;      // responses in flight; more flush first
   static constexpr std::size_t kArena = 4096;  // queued response heads (and small bodies)
+  // A page body grown past this is freed once sent, not kept by the pooled state (picked: a
+  // listing of about 1,000 plain names; 10,000 hostile names render to about 24 MB). Smaller
+  // ones keep their memory, so that the next page costs no fresh pages (page faults).
+  static constexpr std::size_t kKeepBodyBytes = 256 * 1024;
 
   ConnectionWork(const Config& config, std::size_t read_capacity)
       : parser(config), read_cap(read_capacity), buffer(new char[read_capacity + kArena]) {}
@@ -77,6 +81,16 @@ struct ConnectionWork {
   std::size_t arena_used = 0;
   Outgoing outgoing[kMaxOutgoing];
   int outgoing_count = 0;
+
+  /// Empties `body` after its page went out, giving its memory back when it grew past
+  /// kKeepBodyBytes.
+  void release_body() {
+    if (body.capacity() > kKeepBodyBytes) {
+      std::string().swap(body);
+    } else {
+      body.clear();
+    }
+  }
 
   char* read_area() { return buffer.get(); }
   char* arena() { return buffer.get() + read_cap; }

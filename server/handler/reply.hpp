@@ -45,7 +45,13 @@ struct Reply {
   bool vary = false;              // "Vary: Accept-Encoding" (server.precompressed is on)
   uint16_t site = 0;              // the SiteContext::number that answered (the access log names it)
   const HeaderRules* headers = nullptr;  // the site's [[headers]], when it has any: matched
-                                         // on the request's normalised path (work.path)
+                                         // on `page_path`, else on the request's normalised path
+                                         // (work.path)
+  // The site's page this reply serves instead of the path asked for (server.fallback_page,
+  // server.error_pages), or empty: [[headers]] match the page served, as after NGINX's
+  // internal redirect, never the request's path (an /assets/** rule's year-long immutable
+  // Cache-Control must not stick to index.html served for a removed /assets/app.OLD.js).
+  std::string_view page_path;
 
   /// Returns an error reply for `status`, with `extra` header lines.
   static Reply error_page(int status, std::string_view extra = {}) {

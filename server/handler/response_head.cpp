@@ -99,7 +99,10 @@ void build_head(HeadBuffer& h, const HeadOrigin& origin, const Reply& reply, con
       break;
   }
   // The site's [[headers]]: one branch when it has none (handle_static leaves this null).
-  if (reply.headers) reply.headers->append_matching(work.path, reply.status, h);
+  if (reply.headers) {
+    reply.headers->append_matching(
+        reply.page_path.empty() ? std::string_view(work.path) : reply.page_path, reply.status, h);
+  }
   h.append("\r\n");
 }
 

@@ -259,7 +259,9 @@ std::optional<Reply> fallback_reply(const SiteContext& site, const Request& req,
   if (site.pages.fallback.empty() || (error != ENOENT && error != ENOTDIR)) return std::nullopt;
   FileRef page = site.files->lookup(site.pages.fallback, processor_index());
   if (page->error || page->directory) return std::nullopt;
-  return file_reply(site, req, work, choose_representation(site, req, work, std::move(page)));
+  Reply r = file_reply(site, req, work, choose_representation(site, req, work, std::move(page)));
+  r.page_path = site.pages.fallback;  // its [[headers]], not the path's (Reply::page_path)
+  return r;
 }
 
 // Replaces a built-in error page by the site's own for its status (server.error_pages),
@@ -274,6 +276,7 @@ Reply with_error_page(const SiteContext& site, Reply r) {
   r.kind = Reply::Kind::error_file;
   r.length = page->size;
   r.file = std::move(page);
+  r.page_path = path;  // its [[headers]], not the path's (Reply::page_path)
   return r;
 }
 

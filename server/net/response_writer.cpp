@@ -62,9 +62,13 @@ bool ResponseWriter::write(const Reply& reply, const Request* req, bool close,
         return queue(o, h.view(), reply.file->bytes.get() + reply.offset, reply.file);
       }
       return stream(reply, h.view(), note);
-    case Reply::Kind::page:
-      if (head_only) break;
-      return stream(reply, h.view(), note);
+    case Reply::Kind::page: {
+      // Sent (or not asked for): a large listing's memory goes back now, not with the
+      // pooled state, which keeps it for its next user (ConnectionWork::release_body).
+      const bool ok = head_only ? queue(o, h.view(), nullptr, {}) : stream(reply, h.view(), note);
+      work_->release_body();
+      return ok;
+    }
   }
   return queue(o, h.view(), nullptr, {});
 }

@@ -2,6 +2,8 @@
 // their compilation, and matching.
 #include "server/site/site_rules.hpp"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 #include "server/core/ascii.hpp"
@@ -32,6 +34,23 @@ Glob compile_checked(const std::string& source) {
   auto glob = Glob::compile(source, error);
   if (!glob) throw ConfigError(fmt::format("rule source \"{}\": {}", source, error));
   return std::move(*glob);
+}
+
+// Where the path of `destination` begins: after "scheme://authority" or "//authority" (at
+// the first '/', '?' or '#' after it), 0 for a path or relative reference, and the end for a
+// scheme without an authority ("mailto:", "https:x"), where a capture could make one (WHATWG
+// URL parsers read "https:/evil.com" from an http: page as https://evil.com/).
+std::size_t redirect_path_start(std::string_view destination) {
+  std::size_t authority = std::string_view::npos;
+  if (destination.starts_with("//")) {
+    authority = 2;
+  } else if (const std::size_t k = destination.find_first_of(":/?#");
+             k != std::string_view::npos && destination[k] == ':') {
+    if (destination.substr(k + 1, 2) != "//") return destination.size();
+    authority = k + 3;
+  }
+  if (authority == std::string_view::npos) return 0;
+  return std::min(destination.find_first_of("/?#", authority), destination.size());
 }
 
 }  // namespace
@@ -72,6 +91,7 @@ std::string check_rule_field_value(std::string_view value) {
 
 std::string check_redirect_destination(std::string_view destination, std::size_t captures) {
   if (destination.empty()) return "must not be empty";
+  const std::size_t path_at = redirect_path_start(destination);
   for (std::size_t i = 0; i < destination.size(); ++i) {
     const auto c = static_cast<unsigned char>(destination[i]);
     if (c <= 0x20 || c >= 0x7f) {
@@ -84,6 +104,13 @@ std::string check_redirect_destination(std::string_view destination, std::size_t
     if (capture_at(destination, i, n) && n > captures) {
       return fmt::format("\"{}\" uses ${} but its source has {} capture(s)", destination, n,
                          captures);
+    }
+    if (i < path_at && capture_at(destination, i, n)) {
+      return fmt::format(
+          "\"{}\" puts ${} before the path: the client's path would choose the scheme or "
+          "host (\"/blog.evil.com\" after \"https://blog.example.com\"); put captures "
+          "after the first '/' that follows the host",
+          destination, n);
     }
   }
   return {};
@@ -130,7 +157,10 @@ int RedirectRules::find(std::string_view path, std::string& out) const {
       std::size_t n = 0;
       if (capture_at(d, i, n)) {
         // Decoded client bytes: encoded again, so that none can end the field or the URI.
-        append_encoded_path(captures.get(path, n), out);
+        std::string_view capture = captures.get(path, n);
+        // "/$1" with a capture "/evil.com" would make "//evil.com", another host: one slash.
+        if (capture.starts_with('/') && out.back() == '/') capture.remove_prefix(1);
+        append_encoded_path(capture, out);
         ++i;
       } else {
         out.push_back(d[i]);

@@ -236,6 +236,8 @@ TEST(Config, RejectsBadRulesNamingFileLineAndKey) {
                   {":4:10: key 'redirects.status'", "301, 302, 303, 307, 308"});
   expect_rejected("[[redirects]]\nsource = \"/a/*\"\ndestination = \"/b/$2\"\n",
                   {":3:15: key 'redirects.destination'", "uses $2"});
+  expect_rejected("[[redirects]]\nsource = \"/blog**\"\ndestination = \"https://b.test$1\"\n",
+                  {":3:15: key 'redirects.destination'", "puts $1 before the path"});
   expect_rejected("[[redirects]]\nsource = \"/a\"\ndestination = \"/b\\r\\nX: y\"\n",
                   {"key 'redirects.destination'", "must be a URI"});
   expect_rejected("[server]\nfallback_page = \"index.html\"\n",

@@ -23,7 +23,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from weft_harness import per_backend  # noqa: E402
+from weft_harness import free_port, metric, per_backend  # noqa: E402
 
 SECONDS = float(os.environ.get("WEFT_FRESHNESS_SECONDS", "10"))
 MAX_CHANGES = 200_000  # a bound on the loop whatever the machine's speed
@@ -368,7 +368,112 @@ class Freshness:
         self.assertGreater(checks, 60, summary)
 
 
-per_backend(globals(), Freshness)
+def switch_link(link, target):
+    """Points symlink `link` at `target` atomically (a new link renamed over it), as
+    `ln -sfn` is meant to and deploy tools do."""
+    os.symlink(target, link + ".tmp")
+    os.rename(link + ".tmp", link)
+
+
+class WithMetrics:
+    extra_settings = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.metrics_port = free_port()
+        cls.settings = dict(cls.extra_settings,
+                            metrics={"enabled": True, "listen": "127.0.0.1:%d" % cls.metrics_port})
+        super().setUpClass()
+
+    def watched(self):
+        return metric(self.metrics_port, "weft_fd_cache_watched_dirs")
+
+    def get(self, path, headers=None):
+        r, body = self.srv.get(path, headers)
+        return r.status, body, r.getheader("ETag")
+
+
+class SymlinkDeploy(WithMetrics):
+    """Issue 43: the release layout `site -> releases/cur`, `releases/cur -> v1`, switched
+    with a rename in releases/ (which no path of a request names): the very next request gets
+    v2's bytes and ETag, a 304 no more, and a cached 404 of a file only v2 has becomes 200.
+    Links to an ancestor (`a -> .`, `b -> .`) requested as /a/b/a/b/... never grow the watch
+    maps (weft_fd_cache_watched_dirs)."""
+
+    @classmethod
+    def make_root(cls, base):
+        root = os.path.join(base, "www")
+        for v, body in (("v1", b"v1 app();\n"), ("v2", b"version 2 app();\n")):
+            os.makedirs(os.path.join(root, "releases", v))
+            with open(os.path.join(root, "releases", v, "app.js"), "wb") as f:
+                f.write(body)
+        with open(os.path.join(root, "releases", "v2", "new.js"), "wb") as f:
+            f.write(b"only in v2\n")
+        os.symlink("v1", os.path.join(root, "releases", "cur"))
+        os.symlink("releases/cur", os.path.join(root, "site"))
+        os.makedirs(os.path.join(root, "loop"))
+        with open(os.path.join(root, "loop", "f.txt"), "wb") as f:
+            f.write(b"loop\n")
+        os.symlink(".", os.path.join(root, "loop", "a"))
+        os.symlink(".", os.path.join(root, "loop", "b"))
+        return root
+
+    def test_release_switch_is_seen_by_the_next_request(self):
+        for _ in range(3):  # cached, and answered from the cache
+            self.assertEqual(self.get("/site/app.js")[:2], (200, b"v1 app();\n"))
+            self.assertEqual(self.get("/site/new.js")[0], 404)
+        etag = self.get("/site/app.js")[2]
+        self.assertEqual(self.get("/site/app.js", {"If-None-Match": etag})[0], 304)
+        switch_link(os.path.join(self.root, "releases", "cur"), "v2")
+        status, body, new_etag = self.get("/site/app.js", {"If-None-Match": etag})
+        self.assertEqual((status, body), (200, b"version 2 app();\n"))
+        self.assertNotEqual(new_etag, etag)
+        self.assertEqual(self.get("/site/new.js")[:2], (200, b"only in v2\n"))
+        switch_link(os.path.join(self.root, "releases", "cur"), "v1")
+        self.assertEqual(self.get("/site/app.js")[:2], (200, b"v1 app();\n"))
+        self.assertEqual(self.get("/site/new.js")[0], 404)
+
+    def test_links_to_an_ancestor_keep_the_maps_bounded(self):
+        self.assertEqual(self.get("/loop/f.txt")[:2], (200, b"loop\n"))
+        before = self.watched()
+        for i in range(300):  # 300 different paths of 30 links each
+            path = "/loop/" + "".join("ab"[(i >> k) & 1] + "/" for k in range(30)) + "f.txt"
+            self.assertEqual(self.get(path)[:2], (200, b"loop\n"), path)
+        self.assertLessEqual(self.watched(), before)
+
+
+class WatchBound(WithMetrics):
+    """fd_cache.max_watches: past it directories are not watched, and their files are
+    revalidated on every request, never served stale."""
+
+    extra_settings = {"fd_cache": {"max_watches": 3}}
+
+    @classmethod
+    def make_root(cls, base):
+        root = os.path.join(base, "www")
+        for i in range(8):
+            os.makedirs(os.path.join(root, "d%d" % i))
+            with open(os.path.join(root, "d%d" % i, "f.txt"), "wb") as f:
+                f.write(b"first %d\n" % i)
+        return root
+
+    def test_beyond_the_bound_files_stay_fresh(self):
+        for _ in range(2):
+            for i in range(8):
+                self.assertEqual(self.get("/d%d/f.txt" % i)[:2], (200, b"first %d\n" % i))
+        self.assertEqual(self.watched(), 3)
+        for i in range(8):
+            path = os.path.join(self.root, "d%d" % i, "f.txt")
+            with open(path + ".tmp", "wb") as f:
+                f.write(b"second version %d\n" % i)
+            os.rename(path + ".tmp", path)
+        for i in range(8):
+            self.assertEqual(self.get("/d%d/f.txt" % i)[:2], (200, b"second version %d\n" % i))
+        self.assertLessEqual(self.watched(), 3)
+        self.assertIn("fd_cache.max_watches", self.srv.log())
+
+
+per_backend(globals(), Freshness, SymlinkDeploy, WatchBound)
 
 if __name__ == "__main__":
     unittest.main()

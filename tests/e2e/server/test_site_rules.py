@@ -222,6 +222,59 @@ class Fallback(Client):
         self.assertEqual((r.status, r.body), (403, b"<h1>our 403</h1>\n"))
 
 
+class FallbackPageRules(Client):
+    """Issue 43: header rules match the page served (NGINX's internal redirect), so a removed
+    hashed asset answered with index.html gets index.html's fields, never the asset rule's
+    year-long immutable Cache-Control; an error page likewise gets its own path's rules."""
+
+    settings = {"server": {"fallback_page": "/index.html",
+                           "error_pages": {"403": "/errors/403.html"}}}
+
+    @classmethod
+    def extra_toml(cls):
+        return """
+[[headers]]
+source = "/assets/**"
+set = { "Cache-Control" = "public, max-age=31536000, immutable" }
+
+[[headers]]
+source = "/index.html"
+set = { "Cache-Control" = "no-cache" }
+
+[[headers]]
+source = "/noindex/**"
+set = { "X-Asked" = "yes" }
+always = true
+
+[[headers]]
+source = "/errors/**"
+set = { "X-Error-Page" = "yes" }
+always = true
+"""
+
+    @classmethod
+    def make_root(cls, base):
+        root = site.build(base)
+        add_files(root, {"assets/app.NEWHASH.js": b"new();\n",
+                         "errors/403.html": b"<h1>our 403</h1>\n"})
+        return root
+
+    def test_fallback_gets_the_pages_rules(self):
+        r = self.get("/assets/app.NEWHASH.js")
+        self.assertEqual(r.header("Cache-Control"), "public, max-age=31536000, immutable")
+        for h in ((), [("If-None-Match", site.etag(len(site.INDEX)))]):
+            r = self.get("/assets/app.OLDHASH.js", h)
+            self.assertIn(r.status, (200, 304), r)
+            self.assertEqual(r.header("Cache-Control"), "no-cache", r)
+        self.assertEqual(self.get("/assets/app.OLDHASH.js").body, site.INDEX)
+
+    def test_error_page_gets_its_own_rules(self):
+        r = self.get("/noindex/")
+        self.assertEqual((r.status, r.body), (403, b"<h1>our 403</h1>\n"))
+        self.assertEqual(r.header("X-Error-Page"), "yes")
+        self.assertIsNone(r.header("X-Asked"))
+
+
 class FallbackMissing(Client):
     settings = {"server": {"fallback_page": "/nothing.html",
                            "error_pages": {"404": "/nothing-either.html"}}}
@@ -231,7 +284,8 @@ class FallbackMissing(Client):
         self.assertEqual((r.status, r.body), (404, error_page(404, "Not Found")))
 
 
-per_backend(globals(), Headers, Redirects, ErrorPages, Fallback, FallbackMissing)
+per_backend(globals(), Headers, Redirects, ErrorPages, Fallback, FallbackPageRules,
+            FallbackMissing)
 
 if __name__ == "__main__":
     unittest.main()

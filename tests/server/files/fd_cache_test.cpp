@@ -534,6 +534,56 @@ TEST_F(FdCacheTest, DefaultSeesDirectoriesSymlinksAndLinksChange) {
   });
 }
 
+// Issue 43: the release layout `site -> rel/cur`, `rel/cur -> v1`, switched by a rename in
+// rel/ (a directory no request path names): the next lookup sees v2, and a cached miss of a
+// file only v2 has is found. Links to an ancestor (`a -> .`, `b -> .`) add no watch however
+// many paths go through them, and fd_cache.max_watches bounds the real directories watched.
+TEST_F(FdCacheTest, PathsThroughSymlinksAreRevalidatedAndWatchesBounded) {
+  config_ = Config{};
+  config_.root = root_;
+  config_.fd_cache_max_watches = 4;
+  for (const char* d : {"rel/v1", "rel/v2", "loop", "d1", "d2", "d3", "d4"}) {
+    fs::create_directories(root_ / d);
+  }
+  write_file(root_ / "rel" / "v1" / "app.js", "v1");
+  write_file(root_ / "rel" / "v2" / "app.js", "version 2");
+  write_file(root_ / "rel" / "v2" / "new.js", "new");
+  write_file(root_ / "loop" / "f.txt", "loop");
+  fs::create_directory_symlink("v1", root_ / "rel" / "cur");
+  fs::create_directory_symlink("rel/cur", root_ / "site");
+  fs::create_directory_symlink(".", root_ / "loop" / "a");
+  fs::create_directory_symlink(".", root_ / "loop" / "b");
+  with_cache([&](FdCache& c) {
+    ASSERT_TRUE(c.watching());
+    EXPECT_EQ(body_of(c.lookup("/site/app.js", 0)), "v1");
+    EXPECT_EQ(c.lookup("/site/new.js", 0)->error, ENOENT);
+    fs::create_directory_symlink("v2", root_ / "rel" / "cur.tmp");
+    fs::rename(root_ / "rel" / "cur.tmp", root_ / "rel" / "cur");
+    EXPECT_EQ(body_of(c.lookup("/site/app.js", 0)), "version 2");
+    EXPECT_EQ(body_of(c.lookup("/site/new.js", 0)), "new");
+
+    EXPECT_EQ(body_of(c.lookup("/loop/f.txt", 0)), "loop");
+    const std::size_t watched = c.watched_dirs();  // the root and /loop
+    EXPECT_EQ(watched, 2u);
+    for (int i = 0; i < 200; ++i) {
+      std::string path = "/loop";
+      for (int k = 0; k < 12; ++k) path += (i >> (k % 8)) & 1 ? "/a" : "/b";
+      EXPECT_EQ(body_of(c.lookup(path + "/f.txt", 0)), "loop") << path;
+    }
+    EXPECT_EQ(c.watched_dirs(), watched);
+
+    for (const char* d : {"d1", "d2", "d3", "d4"}) {
+      write_file(root_ / d / "f.txt", std::string(d) + " one");
+      EXPECT_EQ(body_of(c.lookup(std::string("/") + d + "/f.txt", 0)), std::string(d) + " one");
+    }
+    EXPECT_EQ(c.watched_dirs(), 4u);  // the bound: d3 and d4 are not watched
+    for (const char* d : {"d1", "d2", "d3", "d4"}) {
+      rewrite_in_place(root_ / d / "f.txt", std::string(d) + " two");
+      EXPECT_EQ(body_of(c.lookup(std::string("/") + d + "/f.txt", 0)), std::string(d) + " two");
+    }
+  });
+}
+
 // The change queue is read once for all the lookups whose fiber's bytes arrived before the
 // read began (the I/O stamp, runtime/io_epoch.hpp), not once per lookup: here one fiber's
 // stamp stands for a reaped batch.

@@ -4,7 +4,7 @@
 // live markup or links (a "javascript:" name, quotes, angle brackets); and confinement: a
 // listed directory swapped for a symlink out of the root is refused by the resolve rules,
 // on every listing. The cache is never asked for an entry here, so no runtime is needed:
-// render_listing makes plain system calls.
+// render_listing makes plain system calls (one test runs it on a fiber: it yields).
 #include "server/files/listing.hpp"
 
 #include <filesystem>
@@ -18,6 +18,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "runtime/fiber.hpp"
+#include "runtime/scheduler.hpp"
 #include "server/files/listing_page.hpp"
 #include "server/http/mime_map.hpp"
 
@@ -149,6 +151,32 @@ TEST_F(ListingTest, ReadsAtMostTheBoundAndSaysSo) {
   o.format = ListingFormat::json;
   std::string json = list("/d/", SymlinkPolicy::inside_root, o);
   EXPECT_EQ(json.rfind("{\"path\":\"/d/\",\"truncated\":true,\"entries\":[", 0), 0u) << json;
+}
+
+// Issue 43: a large listing lets the processor's other fibers run between batches of
+// fstatat calls: one processor, a fiber that counts its turns while the listing is read.
+TEST_F(ListingTest, ALargeListingYieldsToOtherFibers) {
+  constexpr int kFiles = 1000;
+  for (int i = 0; i < kFiles; ++i) make_file("d/f" + std::to_string(i), 1, 1700000000);
+  rt::RuntimeOptions o;
+  o.processors = 1;
+  rt::Runtime runtime(o);
+  int turns = 0;
+  std::size_t listed = 0;
+  runtime.run([&] {
+    bool done = false;
+    rt::FiberHandle other = rt::spawn([&] {
+      while (!done) {
+        ++turns;
+        rt::yield();
+      }
+    });
+    listed = read("d", kFiles).entries.size();
+    done = true;
+    other.join();
+  });
+  EXPECT_EQ(listed, static_cast<std::size_t>(kFiles));
+  EXPECT_GE(turns, static_cast<int>(kFiles / kListingStatsPerTurn) - 1);
 }
 
 TEST_F(ListingTest, HostileNamesStayTextAndRelativeLinks) {

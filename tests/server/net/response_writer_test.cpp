@@ -203,6 +203,33 @@ TEST_F(ResponseWriterTest, PipelinedResponsesGoOutTogetherAndFinishInOrder) {
   EXPECT_TRUE(got.ends_with("\r\n\r\nhello world\n")) << got;
 }
 
+// Issue 43: a large page (a listing of 10,000 long names is megabytes) is freed once sent,
+// for GET and HEAD; a small one keeps its memory for the next page.
+TEST_F(ResponseWriterTest, ALargePageGivesItsBufferBack) {
+  const std::string big(ConnectionWork::kKeepBodyBytes + 4096, 'p');
+  std::string got = run([&](ResponseWriter& w, ConnectionWork& work) {
+    work.body = big;
+    ASSERT_TRUE(w.write(page_reply("text/html"), nullptr, false, {}));
+    EXPECT_LE(work.body.capacity(), ConnectionWork::kKeepBodyBytes);
+    work.body = big;
+    RequestParser parser(config_);
+    const std::string_view raw = "HEAD /d/ HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(parser.parse({raw.data(), raw.size()}).status, ParseStatus::ready);
+    ASSERT_TRUE(w.write(page_reply("text/html"), &parser.request(), false, {}));
+    EXPECT_LE(work.body.capacity(), ConnectionWork::kKeepBodyBytes);
+    work.body.assign(1000, 's');
+    const std::size_t small = work.body.capacity();
+    ASSERT_TRUE(w.write(page_reply("text/html"), nullptr, false, {}));
+    EXPECT_TRUE(work.body.empty());
+    EXPECT_EQ(work.body.capacity(), small);
+    ASSERT_TRUE(w.flush());
+  });
+  ASSERT_EQ(finished_.size(), 3u);
+  EXPECT_EQ(finished_[0].body_sent, big.size());
+  EXPECT_EQ(finished_[2].body_sent, 1000u);
+  EXPECT_EQ(count(got, big), 1u);  // HEAD: no body
+}
+
 TEST_F(ResponseWriterTest, AStreamedBodyIsCountedAsItGoesOut) {
   std::string content(300 * 1024, 'x');
   FileRef f = file_of(content, false);

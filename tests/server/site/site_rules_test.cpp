@@ -54,6 +54,15 @@ TEST(SiteRules, ChecksRedirectDestinations) {
   EXPECT_NE(check_redirect_destination("", 0), "");
   EXPECT_NE(check_redirect_destination("/a b", 0), "");
   EXPECT_NE(check_redirect_destination("/a\r\nX: y", 0), "");
+  // Issue 43: a capture before the path would let the client choose the scheme or host.
+  for (const char* d : {"https://blog.example.com$1", "https://$1.example.com/", "//ex.test$1/",
+                        "https://ex.test:$1/", "$1://ex.test/", "https:$1", "mailto:$1"}) {
+    EXPECT_NE(check_redirect_destination(d, 1).find("before the path"), std::string::npos) << d;
+  }
+  for (const char* d : {"https://blog.example.com/$1", "https://ex.test?$1", "https://ex.test#$1",
+                        "$1", "$1/x", "/$1", "//ex.test/$1"}) {
+    EXPECT_EQ(check_redirect_destination(d, 1), "") << d;
+  }
   EXPECT_TRUE(is_redirect_status(308));
   EXPECT_FALSE(is_redirect_status(304));
   EXPECT_FALSE(is_redirect_status(200));
@@ -106,6 +115,10 @@ TEST(SiteRules, FirstMatchingRedirectWinsWithEncodedCaptures) {
   EXPECT_EQ(location, "Location: https://news.test/2024/a%20b/%0D%0A.html\r\n");
   EXPECT_EQ(rules.find("/older", location), 0);
   EXPECT_TRUE(RedirectRules{}.empty());
+  // A capture starting with '/' behind a '/' makes one slash, never "//host".
+  RedirectRules root({{"/go**", "/$1", 301, ""}});
+  EXPECT_EQ(root.find("/go/evil.test", location), 301);
+  EXPECT_EQ(location, "Location: /evil.test\r\n");
 }
 
 }  // namespace
