@@ -8,8 +8,11 @@ N/2 and N), as scripts/bench/idle_rss.py does for plain connections. Kinds:
   plain:   a plain keep-alive connection after one request (the baseline);
   tls:     a TLS keep-alive connection after one request (TLS 1.3, ECDSA P-256);
   stalled: a TLS handshake that sent `16 03 01 00 04 01 02 01 44` (a ClientHello announcing
-           131 KB) and nothing more.
-Usage: scripts/bench/tls_memory.py [N] (default 2000). WEFT=BINARY picks another weft build.
+           131 KB) and nothing more (weft refuses it: over tls.max_client_hello);
+  stalled16k: the same announcing 16,372 bytes (`... 01 00 3f f0`), within weft's default bound.
+Usage: scripts/bench/tls_memory.py [N] (default 2000). WEFT=BINARY picks another weft build,
+WEFT_TLS='TOML lines' adds to its [tls] section (printf %b), SERVERS="weft nginx" and
+KINDS="plain tls stalled stalled16k" choose what runs.
 Both servers get timeouts long enough to hold every connection through the measurement.
 """
 
@@ -25,7 +28,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WEFT = os.environ.get("WEFT", os.path.join(ROOT, "build", "release", "server", "weft"))
-STALL = bytes.fromhex("160301000401020144")
+STALLS = {"stalled": bytes.fromhex("160301000401020144"),
+          "stalled16k": bytes.fromhex("160301000401003ff0")}
 REQUEST = b"GET /f.txt HTTP/1.1\r\nHost: x\r\n\r\n"
 PLAIN_PORT, TLS_PORT = 18391, 18392
 
@@ -51,8 +55,8 @@ def open_one(kind, ctx):
     """Opens one connection of `kind`; returns the socket, held open by the caller."""
     s = socket.create_connection(("127.0.0.1", PLAIN_PORT if kind == "plain" else TLS_PORT),
                                  timeout=30)
-    if kind == "stalled":
-        s.sendall(STALL)
+    if kind in STALLS:
+        s.sendall(STALLS[kind])
         return s
     if kind == "tls":
         s = ctx.wrap_socket(s, server_hostname="localhost")
@@ -112,10 +116,11 @@ def write_configs(tmp, n):
     weft = os.path.join(tmp, "weft.toml")
     with open(weft, "w") as f:
         f.write('[server]\nlisten = ["127.0.0.1:%d"]\nlisten_tls = ["127.0.0.1:%d"]\n'
-                'root = "%s"\n[tls]\ncertificate = "%s"\nkey = "%s"\n'
+                'root = "%s"\n[tls]\ncertificate = "%s"\nkey = "%s"\n%s\n'
                 '[runtime]\nprocessors = 1\n[limits]\nmax_connections = %d\n'
                 '[timeouts]\nheader = "300s"\nkeepalive = "300s"\n[log]\nlevel = "warn"\n'
-                % (PLAIN_PORT, TLS_PORT, www, crt, key, n + 100))
+                % (PLAIN_PORT, TLS_PORT, www, crt, key,
+                   os.environ.get("WEFT_TLS", "").replace("\\n", "\n"), n + 100))
     nd = os.path.join(tmp, "nginx")
     os.mkdir(nd)
     with open(os.path.join(nd, "nginx.conf"), "w") as f:
@@ -156,15 +161,19 @@ def main():
             "nginx": (["nginx", "-p", nd, "-e", nd + "/error.log", "-c", nd + "/nginx.conf"],
                       nginx_worker),
         }
+        chosen = os.environ.get("SERVERS", "weft nginx").split()
+        kinds = os.environ.get("KINDS", "plain tls stalled stalled16k").split()
         got = {}
-        for kind in ("plain", "tls", "stalled"):
-            for name, (argv, pid_of) in servers.items():  # alternated, kind by kind
+        for kind in kinds:
+            for name in chosen:  # alternated, kind by kind
+                argv, pid_of = servers[name]
                 got[name, kind] = measure(name, kind, argv, pid_of, n, ctx)
-        for name in servers:
+        for name in chosen:
+            if (name, "plain") not in got:
+                continue
             base = got[name, "plain"][0]
-            print("%-6s beyond a plain connection (in all): idle TLS %6.0f bytes, "
-                  "stalled handshake %7.0f bytes" % (name, got[name, "tls"][0] - base,
-                                                     got[name, "stalled"][0] - base))
+            print("%-6s beyond a plain connection (in all): %s" % (name, ", ".join(
+                "%s %.0f bytes" % (k, got[name, k][0] - base) for k in kinds if k != "plain")))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
