@@ -190,8 +190,6 @@ bool set_options(SSL_CTX* ctx, const TlsSettings& s, std::string& error) {
   return true;
 }
 
-// Returns a configured server context, or nullptr with `error` set; what it points to and the
-// notes on files loaded anyway go to `extras`.
 // Sets the session id context as NGINX's http module does (ngx_ssl_session_id_context):
 // SHA-1 of "HTTP" and the SHA-1 of the certificate (no client CA list here). A session, from
 // the cache or a ticket, resumes only where the context matches, so this is what lets NGINX
@@ -211,6 +209,8 @@ bool set_session_context(SSL_CTX* ctx, std::string& error) {
   return true;
 }
 
+// Returns a configured server context, or nullptr with `error` set; what it points to and the
+// notes on files loaded anyway go to `extras`.
 SSL_CTX* build(const TlsSettings& s, std::string& error, TlsContext::Extras& extras) {
   ERR_clear_error();
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
