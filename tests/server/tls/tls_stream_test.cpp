@@ -193,18 +193,19 @@ TEST_P(TlsStreamTest, ServerNameChoosesTheCertificate) {
   auto a = testing::make_cert(dir_, "a", "a.test");
   std::string error;
   ASSERT_TRUE(ctx_->add_server_names({"a.test"}, testing::settings_for(a), error)) << error;
-  std::string names[3];
-  std::string seen[3];
-  const char* asked[3] = {"a.test", "elsewhere.test", nullptr};
+  std::string names[4];
+  std::string seen[4];
+  // The last normalised as a Host is: a trailing dot and the case make no difference.
+  const char* asked[4] = {"a.test", "elsewhere.test", nullptr, "A.Test."};
   int i = 0;
   run(
-      3,
+      4,
       [&](TlsStream& tls) {
         ASSERT_EQ(tls.handshake(rt::now() + 5s), 0);
         seen[i++] = tls.server_name() ? tls.server_name() : "";
       },
       [&] {
-        for (int k = 0; k < 3; ++k) {
+        for (int k = 0; k < 4; ++k) {
           int fd = connect_to(port_);
           SSL* ssl = client_session(fd, asked[k]);
           if (SSL_connect(ssl) == 1) names[k] = peer_name(ssl);
@@ -215,6 +216,7 @@ TEST_P(TlsStreamTest, ServerNameChoosesTheCertificate) {
   EXPECT_EQ(names[0], "a.test");
   EXPECT_EQ(names[1], "default.test");
   EXPECT_EQ(names[2], "default.test");
+  EXPECT_EQ(names[3], "a.test");
   EXPECT_EQ(seen[0], "a.test");
   EXPECT_EQ(seen[2], "");
 }
