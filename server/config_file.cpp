@@ -484,6 +484,7 @@ std::vector<Field> cache_and_log_fields() {
       {"tls", "ciphersuites", string(&Config::tls_ciphersuites, true)},
       {"tls", "session_tickets", boolean(&Config::tls_session_tickets)},
       {"tls", "session_cache", integer(&Config::tls_session_cache, 0, 10'000'000)},
+      {"tls", "max_client_hello", size(&Config::tls_max_client_hello, 512, 128 * 1024)},
       {"tls", "session_ticket_keys", path_list(&Config::tls_session_ticket_keys)},
       {"tls", "stapling_file", path(&Config::tls_stapling_file)},
       {"tls", "ktls",

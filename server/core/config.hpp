@@ -195,6 +195,9 @@ struct Config {
   std::string tls_ciphersuites;  // TLS 1.3 suites; empty: the library's
   bool tls_session_tickets = true;
   unsigned tls_session_cache = 20480;  // sessions kept for resumption by id; 0: none
+  // The largest ClientHello taken (its bytes gathered before the library sees them): real
+  // ones are 0.5-2 KB, with a post-quantum key share about 3 KB.
+  std::size_t tls_max_client_hello = 16 * 1024;
   // Files of session-ticket keys (NGINX's ssl_session_ticket_key format: 80 or 48 bytes): the
   // first encrypts new tickets, every one decrypts; empty: a random key per configuration.
   std::vector<std::filesystem::path> tls_session_ticket_keys;

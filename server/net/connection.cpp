@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "runtime/io.hpp"
@@ -192,6 +193,7 @@ std::optional<Connection::Outcome> Connection::handshake() {
     // as it covers a plain connection's first request.
     idle_deadline_ = rt::coarse_now() + cfg.timeouts_header;
     tls_ = std::make_unique<TlsStream>(ctx_.tls ? ctx_.tls->new_session() : nullptr, fd_);
+    tls_->bound_client_hello(cfg.tls_max_client_hello);
   }
   // Waiting for the client as an idle connection does: shutdown closes it at once, and past
   // timeouts.active_wait it waits without a fiber (the session keeps its place), so a client
@@ -206,7 +208,12 @@ std::optional<Connection::Outcome> Connection::handshake() {
   ctx_.processor_metrics().on_tls_handshake(rc == 0);
   if (rc != 0) {
     // Routine on a public port (scanners, plain HTTP, clients that give up): debug only.
-    spdlog::debug("{}: TLS handshake failed: {}", peer_, std::strerror(-rc));
+    if (rc == -EMSGSIZE) {
+      spdlog::debug("{}: TLS handshake refused: a ClientHello over tls.max_client_hello ({})",
+                    peer_, cfg.tls_max_client_hello);
+    } else {
+      spdlog::debug("{}: TLS handshake failed: {}", peer_, std::strerror(-rc));
+    }
     return Outcome::closed;
   }
   handshaken_ = true;
@@ -281,16 +288,27 @@ bool Connection::must_linger(const Request& req) const {
 }
 
 void Connection::close_after(bool linger) {
-  if (linger) {
-    lingering_close();
-  } else {
-    // MSG_MORE holds the last bytes until the close right after, which sends them with the
-    // FIN in one segment (as NGINX's tcp_nopush does): one packet fewer per connection.
-    // Over TLS the records wait for close_notify, which sends them with it.
-    writer_.flush(MSG_MORE);
-    if (tls_ && !writer_.broken())
-      tls_->close_notify(rt::coarse_now() + ctx_.config.timeouts_send, &token_);
-  }
+  // MSG_MORE holds the last bytes until the close (or the shutdown) right after, which sends
+  // them with the FIN in one segment (as NGINX's tcp_nopush does): one packet fewer per
+  // connection. Over TLS the records wait for close_notify, which sends them with it.
+  writer_.flush(MSG_MORE);
+  if (writer_.broken()) return;  // the peer is gone or stuck: nothing to linger for
+  // Looked at before close_notify, which a client may answer with its own at once.
+  linger = linger || late_bytes();
+  // Before the FIN: a client tells the end of the data from a truncation by it.
+  if (tls_) tls_->close_notify(rt::coarse_now() + ctx_.config.timeouts_send, &token_);
+  if (linger) lingering_close();  // else closed at once: no shutdown, no wait for the FIN
+}
+
+bool Connection::late_bytes() const {
+  // must_linger looked before the response; bytes that came while it was sent (a trailing
+  // CRLF, a TLS client's close_notify) would make the close a reset, which destroys what the
+  // socket has not sent yet: the tail of a large response. One ioctl per closing connection,
+  // against the shutdown, wake-up and receive a linger costs.
+  if (ctx_.config.lingering_close == LingeringClose::off) return false;
+  if (tls_ && tls_->buffered()) return true;
+  int unread = 0;
+  return ::ioctl(fd_, FIONREAD, &unread) == 0 && unread > 0;
 }
 
 RequestNote Connection::note_of(const Request* req, rt::TimePoint started) {
@@ -327,10 +345,6 @@ void Connection::on_finished(const Outgoing& response, uint64_t body_sent) {
 }
 
 void Connection::lingering_close() {
-  writer_.flush(MSG_MORE);       // the shutdown sends these bytes with the FIN (see close_after)
-  if (writer_.broken()) return;  // the peer is gone or stuck: nothing to linger for
-  // Before the FIN: a client tells the end of the data from a truncation by it.
-  if (tls_) tls_->close_notify(rt::coarse_now() + ctx_.config.timeouts_send, &token_);
   io::shutdown(fd_, SHUT_WR);
   // Read and drop what the client still sends (timeouts.linger, limits.max_linger_bytes), so
   // that it sees the response instead of a reset.

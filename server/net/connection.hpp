@@ -100,7 +100,11 @@ class Connection final : private ResponseWriter::Owner {
   RequestNote note_of(const Request* req, rt::TimePoint started);
   void on_finished(const Outgoing& response, uint64_t body_sent) override;
   bool must_linger(const Request& req) const;
+  // Sends the last bytes and closes: lingering when `linger` or late_bytes().
   void close_after(bool linger);
+  // Whether the client sent bytes the connection has not read (lingering_close "on").
+  bool late_bytes() const;
+  // Shuts the sending side and drops what the client still sends (NGINX's lingering close).
   void lingering_close();
 
   // Kept for the connection's life (a few hundred bytes: all an idle connection costs).

@@ -38,10 +38,19 @@ bool read_key(const std::string& path, TicketKey& key, std::string& error) {
             " bytes, expected 80 or 48 (openssl rand 80 > FILE)";
     return false;
   }
-  key.size = bytes.size() == 80 ? 32 : 16;
-  std::memcpy(key.name, bytes.data(), 16);
-  std::memcpy(key.hmac, bytes.data() + 16, key.size);
-  std::memcpy(key.aes, bytes.data() + 16 + key.size, key.size);
+  // NGINX's layouts (ngx_ssl_session_ticket_keys), so a fleet of both shares key files:
+  // 80 bytes are name(16) | HMAC(32) | AES(32), 48 bytes name(16) | AES(16) | HMAC(16).
+  const char* p = bytes.data();
+  std::memcpy(key.name, p, 16);
+  if (bytes.size() == 80) {
+    key.size = 32;
+    std::memcpy(key.hmac, p + 16, 32);
+    std::memcpy(key.aes, p + 48, 32);
+  } else {
+    key.size = 16;
+    std::memcpy(key.aes, p + 16, 16);
+    std::memcpy(key.hmac, p + 32, 16);
+  }
   return true;
 }
 

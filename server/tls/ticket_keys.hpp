@@ -3,7 +3,8 @@
 // the old ones after it, then SIGHUP) so that no key encrypts tickets for long.
 //
 // A file holds 80 bytes (a 16-byte name, a 32-byte HMAC-SHA256 key, a 32-byte AES-256-CBC key)
-// or 48 (16 each: name, HMAC key, AES-128-CBC key), e.g. `openssl rand 80 > ticket.key`.
+// or 48 (16 each: name, AES-128-CBC key, HMAC key: NGINX's order, which differs from the
+// 80-byte one), e.g. `openssl rand 80 > ticket.key`.
 // The first key encrypts new tickets; a ticket of any listed key is accepted, and one of an
 // older key is renewed with the first. Without files OpenSSL makes a random key per context.
 //

@@ -190,6 +190,25 @@ bool set_options(SSL_CTX* ctx, const TlsSettings& s, std::string& error) {
   return true;
 }
 
+// Sets the session id context as NGINX's http module does (ngx_ssl_session_id_context):
+// SHA-1 of "HTTP" and the SHA-1 of the certificate (no client CA list here). A session, from
+// the cache or a ticket, resumes only where the context matches, so this is what lets NGINX
+// and weft sharing ticket key files resume each other's sessions.
+bool set_session_context(SSL_CTX* ctx, std::string& error) {
+  unsigned char input[4 + EVP_MAX_MD_SIZE] = {'H', 'T', 'T', 'P'};
+  unsigned int cert_len = 0;
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  X509* cert = SSL_CTX_get0_certificate(ctx);
+  if (!cert || X509_digest(cert, EVP_sha1(), input + 4, &cert_len) != 1 ||
+      EVP_Digest(input, 4 + cert_len, digest, &len, EVP_sha1(), nullptr) != 1 ||
+      SSL_CTX_set_session_id_context(ctx, digest, len) != 1) {
+    error = "tls: cannot set the session id context: " + library_reason();
+    return false;
+  }
+  return true;
+}
+
 // Returns a configured server context, or nullptr with `error` set; what it points to and the
 // notes on files loaded anyway go to `extras`.
 SSL_CTX* build(const TlsSettings& s, std::string& error, TlsContext::Extras& extras) {
@@ -201,8 +220,6 @@ SSL_CTX* build(const TlsSettings& s, std::string& error, TlsContext::Extras& ext
   }
   // Released buffers keep an idle TLS connection near a plain one's memory (as NGINX).
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-  static const unsigned char kSessionContext[] = "weft";
-  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
   if (s.session_cache == 0) {
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   } else {
@@ -210,7 +227,7 @@ SSL_CTX* build(const TlsSettings& s, std::string& error, TlsContext::Extras& ext
   }
   if (!set_options(ctx, s, error) || !set_protocols(ctx, s.protocols, error) ||
       !set_ciphers(ctx, s, error) || !load_pair(ctx, s, error) ||
-      !add_files(ctx, s, error, extras)) {
+      !set_session_context(ctx, error) || !add_files(ctx, s, error, extras)) {
     SSL_CTX_free(ctx);
     ERR_clear_error();
     return nullptr;
@@ -260,7 +277,10 @@ SSL* TlsContext::new_session() const {
 
 SSL_CTX* TlsContext::context_for(const char* server_name) const {
   if (!server_name || !*server_name || names_.empty()) return default_;
+  // Normalised as a Host is (host_without_port, host_matches): a trailing dot dropped, case
+  // ignored, so "B.test." gets the certificate of the site its Host routes to.
   std::string_view name = server_name;
+  if (name.size() > 1 && name.back() == '.') name.remove_suffix(1);
   // As choose_site: an exact name first, then the longest wildcard.
   const Named* best = nullptr;
   for (const auto& n : names_) {

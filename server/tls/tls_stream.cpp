@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <climits>
 #include <new>
+#include <utility>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -29,9 +30,41 @@ constexpr std::size_t kRecord = 16 * 1024;
 // Records are sent once this much is waiting, so a large body is not encrypted whole into
 // memory before its first byte leaves.
 constexpr long kSendBatch = 64 * 1024;
-// An output buffer grown past this by a large body is given back when the connection goes
-// idle (trim), so an idle connection holds no more than a small one.
-constexpr std::size_t kKeepOutput = 32 * 1024;
+
+// What the bytes a server has gathered say of the client's first flight (RFC 8446 §5.1, §4).
+enum class Hello : std::uint8_t {
+  partial,    // a ClientHello not yet whole
+  whole,      // the whole ClientHello is in
+  too_large,  // it announces more than the bound, or its records take more than twice it
+  other,      // no ClientHello in handshake records: the library answers that itself
+};
+
+// Reads the records at the start of `p` (len bytes) as the carriers of a ClientHello no
+// larger than `limit` (its 4-byte header included). Allocates nothing.
+Hello client_hello(const unsigned char* p, std::size_t len, std::size_t limit) {
+  unsigned char head[4] = {};
+  std::size_t got = 0;  // handshake bytes the whole records and the last part hold
+  std::size_t pos = 0;
+  while (pos + 5 <= len) {
+    if (p[pos] != 22) return pos == 0 ? Hello::other : Hello::whole;  // the library judges
+    const std::size_t record = std::size_t{p[pos + 3]} << 8 | p[pos + 4];
+    const std::size_t here = std::min(record, len - pos - 5);
+    for (std::size_t i = 0; i < here && got + i < 4; ++i) head[got + i] = p[pos + 5 + i];
+    got += here;
+    if (got >= 4) {
+      if (head[0] != 1) return Hello::other;  // not a ClientHello
+      const std::size_t want =
+          4 + (std::size_t{head[1]} << 16 | std::size_t{head[2]} << 8 | head[3]);
+      if (want > limit) return Hello::too_large;
+      if (got >= want) return Hello::whole;
+    }
+    if (here < record) break;
+    pos += 5 + record;
+  }
+  if (len > 0 && p[0] != 22) return Hello::other;
+  // Many tiny records would hold the buffer past the bound without announcing anything.
+  return len > 2 * limit + 5 ? Hello::too_large : Hello::partial;
+}
 
 // The output BIO: the library's records appended to the stream's vector (BIO data). Written
 // here rather than a memory BIO (BIO_s_mem) because that one wipes its whole buffer on every
@@ -175,15 +208,80 @@ TlsStream::~TlsStream() {
 }
 
 int64_t TlsStream::flush(rt::TimePoint deadline, rt::CancelToken* token) {
+  if (lost_) return -EPIPE;
   if (records_.empty()) return 0;
   int64_t r =
       rt::io::send_all(fd_, records_.data(), records_.size(), MSG_NOSIGNAL, deadline, token);
-  records_.clear();  // everything in it went out (or the connection is lost)
-  return r < 0 ? r : 0;
+  records_.clear();  // everything in it went out, or the session is lost
+  if (r < 0) {
+    // How much of the records left is unknown: the client could not open the next one, so
+    // nothing more may be sent or awaited (a handshake or read that timed out here would
+    // otherwise idle and go on with a gap in the stream).
+    lost_ = true;
+    return r;
+  }
+  return 0;
 }
 
 void TlsStream::trim() {
-  if (records_.empty() && records_.capacity() > kKeepOutput) std::vector<char>().swap(records_);
+  if (records_.empty()) std::vector<char>().swap(records_);
+  // The input buffer keeps the capacity its largest receive gave it: a fresh one instead
+  // (SSL_set_bio frees the old one, keeping the output one, unchanged), so an idle session
+  // holds no buffer of its own.
+  if (in_ && !socket_ && ssl_ && BIO_ctrl_pending(in_) == 0) {
+    if (BIO* fresh = BIO_new(BIO_s_mem())) {
+      BIO_set_mem_eof_return(fresh, -1);
+      SSL_set_bio(ssl_, fresh, out_);
+      in_ = fresh;
+    }
+  }
+}
+
+int TlsStream::await_client_hello(rt::TimePoint deadline, rt::CancelToken* token) {
+  // OpenSSL grows its handshake buffer to the length a ClientHello announces as soon as the
+  // message's 4-byte header arrives (up to 131 KB, zero-filled), and holds it while the client
+  // stalls. Gathered here instead, in the input buffer as its bytes come, and handed to the
+  // library whole: a stalled client holds what it sent, never more than the bound.
+  if (hello_limit_ == 0) return 0;  // a client, or gathered already
+  if (socket_) return peek_client_hello(deadline, token);
+  while (true) {
+    char* data = nullptr;
+    const long len = BIO_get_mem_data(in_, &data);
+    switch (client_hello(reinterpret_cast<const unsigned char*>(data),
+                         len > 0 ? static_cast<std::size_t>(len) : 0, hello_limit_)) {
+      case Hello::whole:
+      case Hello::other:
+        hello_limit_ = 0;  // gathered: the library takes it from here
+        return 0;
+      case Hello::too_large:
+        return -EMSGSIZE;
+      case Hello::partial:
+        break;
+    }
+    const int64_t n = fill(deadline, token);
+    if (n < 0) return static_cast<int>(n);
+    if (n == 0) return -ECONNRESET;
+  }
+}
+
+int TlsStream::peek_client_hello(rt::TimePoint deadline, rt::CancelToken* token) {
+  // On the socket the library reads for itself: its first 9 bytes (the record's header and
+  // the handshake message's) are looked at where they lie, the socket waking only once all
+  // of them are there (SO_RCVLOWAT), and a ClientHello announcing more than the bound
+  // refused before the library reads it.
+  int lowat = 9;
+  (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+  const int r = rt::io::poll(fd_, POLLIN, deadline, token);
+  lowat = 1;
+  (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+  if (r < 0) return r;  // looked at again when the connection wakes
+  const std::size_t limit = std::exchange(hello_limit_, 0);
+  unsigned char head[9];
+  const ssize_t n = ::recv(fd_, head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
+  if (n < static_cast<ssize_t>(sizeof head)) return 0;  // the end of the stream: the library's
+  // A first record too short for the message's header would hide it: no client sends that.
+  if (head[0] == 22 && (head[3] << 8 | head[4]) < 4) return -EPROTO;
+  return client_hello(head, sizeof head, limit) == Hello::too_large ? -EMSGSIZE : 0;
 }
 
 int64_t TlsStream::fill(rt::TimePoint deadline, rt::CancelToken* token) {
@@ -250,18 +348,21 @@ int TlsStream::keep_socket_or_memory() {
 
 int TlsStream::handshake(rt::TimePoint deadline, rt::CancelToken* token) {
   if (!ssl_) return -ENOMEM;
+  if (lost_) return -EPIPE;
+  if (const int rc = await_client_hello(deadline, token); rc != 0) return rc;
   while (true) {
     ERR_clear_error();
     int64_t s = settle(SSL_do_handshake(ssl_), deadline, token);
     if (s == kDone) return socket_ ? keep_socket_or_memory() : 0;
     if (s == kEnd) return -ECONNRESET;
-    if (s < 0) return static_cast<int>(s);
+    if (s < 0) return lost_ ? -EPIPE : static_cast<int>(s);
   }
 }
 
 int64_t TlsStream::read(void* buf, std::size_t len, rt::TimePoint deadline,
                         rt::CancelToken* token) {
   if (!ssl_) return -ENOMEM;
+  if (lost_) return -EPIPE;
   const int want = static_cast<int>(std::min<std::size_t>(len, INT_MAX));
   while (true) {
     ERR_clear_error();
@@ -270,7 +371,7 @@ int64_t TlsStream::read(void* buf, std::size_t len, rt::TimePoint deadline,
     int64_t s = settle(rc, deadline, token);
     if (s == kDone) return rc;
     if (s == kEnd) return 0;
-    if (s < 0) return s;
+    if (s < 0) return lost_ ? -EPIPE : s;
   }
 }
 
@@ -314,6 +415,7 @@ int64_t TlsStream::writev_all(const iovec* iov, int count, bool more, rt::TimePo
 int64_t TlsStream::seal(const void* buf, std::size_t len) {
   if (!ssl_) return -ENOMEM;
   if (socket_) return -EOPNOTSUPP;  // as writev_all
+  if (lost_) return -EPIPE;
   if (len == 0) return 0;
   ERR_clear_error();
   // A memory BIO takes every record, so the library neither waits nor writes in part.
@@ -329,7 +431,7 @@ bool TlsStream::buffered() const {
 }
 
 void TlsStream::close_notify(rt::TimePoint deadline, rt::CancelToken* token) {
-  if (!ssl_ || !SSL_is_init_finished(ssl_)) return;
+  if (!ssl_ || lost_ || !SSL_is_init_finished(ssl_)) return;
   // On the socket the alert may find it full: waited for, a few times at most.
   for (int tries = 0; tries < 4; ++tries) {
     ERR_clear_error();

@@ -39,8 +39,13 @@ class TlsStream {
   TlsStream& operator=(const TlsStream&) = delete;
 
   /// Completes the handshake by `deadline`; returns 0, -ETIMEDOUT, -ECANCELED, -ECONNRESET
-  /// (the peer left), or -EPROTO (not TLS, or the handshake failed; the alert was sent).
+  /// (the peer left), -EPROTO (not TLS, or the handshake failed; the alert was sent), or
+  /// -EMSGSIZE (a ClientHello over bound_client_hello's limit; nothing sent).
   int handshake(rt::TimePoint deadline, rt::CancelToken* token = nullptr);
+
+  /// Server side: gathers the client's ClientHello itself, handing it to the library only
+  /// whole, and refuses one announcing more than `limit` bytes (tls.max_client_hello).
+  void bound_client_hello(std::size_t limit) { hello_limit_ = limit; }
 
   /// Reads up to len bytes of plaintext: the count, 0 when the peer closed (close_notify or
   /// end of stream), or -errno as handshake.
@@ -70,11 +75,13 @@ class TlsStream {
   /// or -EPROTO.
   int64_t seal(const void* buf, std::size_t len);
 
-  /// Sends every record held (seal, writev_all with `more`); returns 0 or -errno.
+  /// Sends every record held (seal, writev_all with `more`); returns 0 or -errno. After a
+  /// failed send the session is lost: every later call fails with -EPIPE (handshake, read,
+  /// writes) or does nothing (close_notify).
   int64_t flush(rt::TimePoint deadline, rt::CancelToken* token = nullptr);
 
-  /// Gives back an output buffer a large body grew, once its records are sent (the
-  /// connection goes idle: it holds no more than a small one then).
+  /// Gives back the output buffer once its records are sent, and the input buffer once
+  /// read (the connection goes idle: it then holds only the library's session).
   void trim();
 
   /// Returns the bytes of memory the records buffer holds (its capacity; tests).
@@ -122,6 +129,10 @@ class TlsStream {
   // the kernel has it.
   void attach_socket();
   void drop_session();
+  // Receives until the ClientHello is whole (bound_client_hello); 0 or -errno as handshake.
+  int await_client_hello(rt::TimePoint deadline, rt::CancelToken* token);
+  // await_client_hello on the socket (kernel TLS asked): looks at the headers only.
+  int peek_client_hello(rt::TimePoint deadline, rt::CancelToken* token);
 
   SSL* ssl_;
   BIO* in_ = nullptr;   // ciphertext from the client (owned by ssl_); null on the socket
@@ -130,8 +141,10 @@ class TlsStream {
   // every large body cost 15% of the CPU of 64 KiB responses), given back by trim().
   std::vector<char> records_;
   int fd_;
-  bool socket_ = false;        // the session reads and writes the socket (kernel TLS asked)
-  bool kernel_sends_ = false;  // the kernel makes the records it sends
+  bool socket_ = false;          // the session reads and writes the socket (kernel TLS asked)
+  bool kernel_sends_ = false;    // the kernel makes the records it sends
+  bool lost_ = false;            // a send failed: records were dropped (see flush)
+  std::size_t hello_limit_ = 0;  // the ClientHello's bound while it is gathered; 0: done
 };
 
 }  // namespace weft::http

@@ -9,7 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import weft_site as site  # noqa: E402
-from weft_harness import per_backend  # noqa: E402
+from weft_harness import per_backend, split_address  # noqa: E402
 
 
 def get(path, version="1.1", extra=""):
@@ -201,6 +201,23 @@ class LingerOn:
             self.assertEqual(c.response().status, 413)
             self.assertFalse(reset_after_eof(c))
 
+    def test_late_bytes_do_not_truncate_a_response(self):
+        # An HTTP/1.0 request, then a CRLF once its 8 MiB response has begun: it arrives
+        # while the server still sends (the small window holds most of the body back), so a
+        # close at once would reset the connection and drop the unsent tail.
+        s = small_window_socket(split_address(self.srv.listen[0]))
+        try:
+            s.sendall(b"GET /big.bin HTTP/1.0\r\nRange: bytes=0-8388607\r\n\r\n")
+            length, rest = head_of(s)
+            self.assertEqual(length, 8 * 1024 * 1024)
+            s.sendall(b"\r\n")
+            body, reset = read_to_end(s, rest)
+            self.assertFalse(reset, "reset after %d of %d bytes" % (len(body), length))
+            self.assertEqual(len(body), length)
+            self.assertTrue(body.startswith(site.MARKS[0]))
+        finally:
+            s.close()
+
     def test_lingers_when_a_body_is_left_unread(self):
         # "Expect: 100-continue" is answered at the end of the head; the body may still come.
         with self.srv.client() as c:
@@ -208,6 +225,43 @@ class LingerOn:
                    b"Content-Length: 5\r\nExpect: 100-continue\r\n\r\n")
             self.assertEqual(c.response().status // 100, 4)
             self.assertFalse(reset_after_eof(c, late=b"abcde"))
+
+
+def read_to_end(sock, received=b""):
+    """Reads `sock` until the server's EOF; returns (bytes, whether a reset ended it)."""
+    data = bytearray(received)
+    try:
+        while True:
+            b = sock.recv(65536)
+            if not b:
+                return bytes(data), False
+            data += b
+    except ConnectionResetError:
+        return bytes(data), True
+
+
+def head_of(sock):
+    """Reads until the end of a response head; returns (Content-Length, what followed it)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        b = sock.recv(65536)
+        if not b:
+            raise ConnectionError("closed before the head: %r" % data[:200])
+        data += b
+    head, rest = data.split(b"\r\n\r\n", 1)
+    length = [int(line.split(b":")[1]) for line in head.split(b"\r\n")
+              if line.lower().startswith(b"content-length:")]
+    return length[0], rest
+
+
+def small_window_socket(address):
+    """A client socket whose receive buffer (set before the connect, so the window stays
+    small) keeps the server sending a large body long after the client's next bytes."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    s.settimeout(20)
+    s.connect(address)
+    return s
 
 
 # A linger far longer than the tests' waits, so that a loaded machine cannot end it early.

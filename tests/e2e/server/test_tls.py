@@ -33,7 +33,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import weft_site as site  # noqa: E402
 from weft_harness import WEFT, free_port, metric, per_backend  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "loadgen"))
-from loadgen_harness import run_load  # noqa: E402
+from loadgen_harness import NGINX, run_load, wait_for_port  # noqa: E402
+from test_keepalive import head_of, read_to_end, small_window_socket  # noqa: E402
 
 BIG = 6 * 1024 * 1024 + 123  # several MiB, not a whole number of records
 B_INDEX = b"<h1>site b over TLS</h1>\n"
@@ -224,6 +225,8 @@ class Tls:
     def test_sni_picks_the_vhost_certificate(self):
         self.assertIn("b.test", subject_of(self.tls_port, "-servername", "b.test"))
         self.assertIn("DNS:b.test", subject_of(self.tls_port, "-servername", "b.test"))
+        # Normalised as a Host is: a trailing dot and the case make no difference.
+        self.assertIn("DNS:b.test", subject_of(self.tls_port, "-servername", "B.Test."))
         default = subject_of(self.tls_port, "-servername", "other.test")
         self.assertIn("localhost", default)
         self.assertNotIn("b.test", default)
@@ -261,6 +264,24 @@ class Tls:
         body, _ = self.curl("/big.bin")
         self.assertEqual(len(body), BIG)
         self.assertEqual(hashlib.sha256(body).hexdigest(), hashlib.sha256(self.big).hexdigest())
+
+    def test_late_bytes_do_not_truncate_a_response(self):
+        # As over plain HTTP (test_keepalive): a record that arrives while a closing response
+        # is still being sent is ciphertext weft has not read (buffered() cannot see it); a
+        # close at once would reset the connection and drop the unsent tail.
+        raw = small_window_socket(("127.0.0.1", self.tls_port))
+        s = client_context().wrap_socket(raw, server_hostname="localhost")
+        try:
+            s.sendall(b"GET /big.bin HTTP/1.0\r\n\r\n")
+            length, rest = head_of(s)
+            self.assertEqual(length, BIG)
+            s.sendall(b"\r\n")
+            body, reset = read_to_end(s, rest)
+            self.assertFalse(reset, "reset after %d of %d bytes" % (len(body), length))
+            self.assertEqual(len(body), length)
+            self.assertEqual(hashlib.sha256(body).digest(), hashlib.sha256(self.big).digest())
+        finally:
+            s.close()
 
     def test_keep_alive_on_one_connection(self):
         c = http.client.HTTPSConnection("127.0.0.1", self.tls_port, timeout=10,
@@ -333,6 +354,25 @@ class Tls:
         self.still_serves()
         self.assertEqual(metric(self.metrics_port, "weft_tls_handshake_failures_total"),
                          failures + 1)
+
+    def test_client_hello_over_the_bound_is_refused(self):
+        # A ClientHello announcing 131 KB (over tls.max_client_hello's 16k): refused when its
+        # header arrives, before a buffer is sized by it; not left to timeouts.header.
+        failures = metric(self.metrics_port, "weft_tls_handshake_failures_total")
+        with socket.create_connection(("127.0.0.1", self.tls_port), timeout=10) as s:
+            s.sendall(bytes.fromhex("160301000401020144"))
+            try:
+                self.assertEqual(s.recv(4096), b"")
+            except ConnectionResetError:
+                pass
+        self.assertEqual(metric(self.metrics_port, "weft_tls_handshake_failures_total"),
+                         failures + 1)
+        line = "a ClientHello over tls.max_client_hello (16384)"
+        deadline = time.monotonic() + 10  # the log is flushed every second
+        while line not in self.srv.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertIn(line, self.srv.log())
+        self.still_serves()
 
     def test_weft_load_sessions_with_and_without_resumption(self):
         # With --tls-resume a warm-up handshake brings the first ticket, so every session
@@ -468,6 +508,71 @@ class TlsReload(unittest.TestCase):
         finally:
             if srv:
                 srv.cleanup()
+            shutil.rmtree(base, ignore_errors=True)
+
+
+@unittest.skipUnless(os.path.exists(NGINX), "NGINX (nginx-light) is not installed")
+class TlsTicketKeysWithNginx(unittest.TestCase):
+    """A ticket NGINX issued under an ssl_session_ticket_key file resumes against weft with the
+    same file in tls.session_ticket_keys: both layouts, 48 bytes (name | AES | HMAC) and 80
+    (name | HMAC | AES)."""
+
+    def start_nginx(self, base, crt, key, ticket_key):
+        conf = os.path.join(base, "nginx.conf")
+        port = free_port()
+        with open(conf, "w") as f:
+            f.write("daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\n"
+                    "error_log {d}/error.log warn;\nevents {{ worker_connections 64; }}\n"
+                    "http {{\n access_log off;\n client_body_temp_path {d}/cb;\n"
+                    " proxy_temp_path {d}/p;\n fastcgi_temp_path {d}/f;\n"
+                    " uwsgi_temp_path {d}/u;\n scgi_temp_path {d}/s;\n"
+                    " server {{\n  listen 127.0.0.1:{port} ssl;\n  ssl_certificate {crt};\n"
+                    "  ssl_certificate_key {key};\n  ssl_session_ticket_key {tk};\n"
+                    "  ssl_protocols TLSv1.2 TLSv1.3;\n"
+                    "  root {d};\n }}\n}}\n".format(d=base, port=port, crt=crt, key=key,
+                                                     tk=ticket_key))
+        proc = subprocess.Popen([NGINX, "-p", base, "-e", os.path.join(base, "error.log"),
+                                 "-c", conf], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        wait_for_port(port, proc)
+        return proc, port
+
+    def test_a_ticket_nginx_issued_resumes_against_weft(self):
+        from weft_harness import WeftServer
+        base = tempfile.mkdtemp(prefix="weft-tls-")
+        try:
+            root = site.build(base)
+            crt, key = make_cert(base, "cert", "localhost")
+            for size in (48, 80):
+                ticket_key = os.path.join(base, "ticket%d.key" % size)
+                with open(ticket_key, "wb") as f:
+                    f.write(os.urandom(size))
+                nginx, nginx_port = self.start_nginx(base, crt, key, ticket_key)
+                sess = os.path.join(base, "sess%d" % size)
+                try:
+                    for version in ("-tls1_2", "-tls1_3"):
+                        first = s_client(nginx_port, version, "-sess_out", sess,
+                                         stdin=b"GET / HTTP/1.0\r\n\r\n")
+                        self.assertIn("New, TLSv1", first)
+                        self.assertIn("Reused,", s_client(nginx_port, version, "-sess_in", sess,
+                                                          stdin=b"GET / HTTP/1.0\r\n\r\n"))
+                        port = free_port()
+                        srv = WeftServer(root, "io_uring", {
+                            "server": {"listen_tls": ["127.0.0.1:%d" % port]},
+                            "tls": {"certificate": crt, "key": key,
+                                    "session_ticket_keys": [ticket_key]}}).start()
+                        try:
+                            again = s_client(port, version, "-sess_in", sess,
+                                             stdin=b"GET /hello.txt HTTP/1.0\r\n\r\n")
+                            self.assertIn("Reused,", again, "%d bytes %s" % (size, version))
+                            self.assertIn("hello", again)
+                            self.assertEqual(srv.stop(), 0, srv.log())
+                        finally:
+                            srv.cleanup()
+                finally:
+                    nginx.terminate()
+                    nginx.wait(10)
+        finally:
             shutil.rmtree(base, ignore_errors=True)
 
 
