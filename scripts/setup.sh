@@ -15,6 +15,7 @@ BUILD_PKGS=(
   libspdlog-dev libfmt-dev
   libtomlplusplus-dev libcli11-dev
   libssl-dev            # TLS (server/tls/): OpenSSL 3, as Debian's NGINX
+  libnghttp2-dev        # HTTP/2 framing and HPACK (server/h2/): nghttp2 1.52
 )
 # Build of the test suite and benchmark programs, and the MIME fallback the tests see.
 TEST_BUILD_PKGS=(
@@ -29,6 +30,8 @@ TEST_BUILD_PKGS=(
 TEST_PKGS=(
   curl openssl python3 python3-yaml clang libclang-rt-14-dev llvm-14 procps iproute2
   debootstrap           # the package test installs the .deb into a fresh Debian root
+  nghttp2-client        # h2load and nghttp, HTTP/2 clients of the e2e tests
+  python3-h2            # hand-made HTTP/2 frames in the e2e tests
 )
 # Benchmarks and comparisons: the peers and the clients that measure them.
 BENCH_PKGS=(
