@@ -169,6 +169,8 @@ class H2Client:
         self.sock.settimeout(timeout)
         try:
             data = self.sock.recv(65536)
+        except socket.timeout:
+            return True  # nothing yet: the caller's deadline decides
         except (ConnectionResetError, ssl.SSLError):
             data = b""
         if not data:
