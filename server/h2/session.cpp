@@ -7,7 +7,6 @@
 #include <nghttp2/nghttp2.h>
 #include <spdlog/spdlog.h>
 
-#include "runtime/io.hpp"
 #include "server/h2/request_fields.hpp"
 #include "server/h2/response_fields.hpp"
 #include "server/http/multipart.hpp"
@@ -15,16 +14,6 @@
 #include "server/ops/log_throttle.hpp"
 
 namespace weft::http {
-
-namespace io = weft::rt::io;
-
-namespace {
-
-// Bytes gathered from nghttp2 before one write: a few DATA frames per TLS write, as the
-// HTTP/1.1 path sends a file in pieces of this order. Picked, to be measured.
-constexpr std::size_t kOutBatch = 64 * 1024;
-
-}  // namespace
 
 // One stream: its request's fields, then its response and the body still to send.
 struct H2Stream {
@@ -150,8 +139,8 @@ struct H2Callbacks {
           break;
         case H2Stream::Piece::Kind::file: {
           // Through the I/O driver: a read the disk must serve parks this fiber only.
-          const int64_t r = io::read(s.file->fd, buf + filled, n, static_cast<int64_t>(at),
-                                     rt::coarse_now() + h.config_.timeouts_send, h.wire_.token);
+          const int64_t r =
+              h.service_.read_file(*s.file, reinterpret_cast<char*>(buf) + filled, n, at);
           if (r <= 0) {
             static LogThrottle failed{10};
             failed.log(spdlog::level::warn, "{}: HTTP/2: reading {:?}: {}; resetting the stream",
@@ -190,7 +179,7 @@ H2Session::~H2Session() {
   }
 }
 
-bool H2Session::start() {
+bool H2Session::open() {
   nghttp2_session_callbacks* cb = nullptr;
   nghttp2_option* opt = nullptr;
   if (nghttp2_session_callbacks_new(&cb) != 0) return false;
@@ -223,39 +212,6 @@ bool H2Session::start() {
                                  sizeof settings / sizeof settings[0]) == 0;
 }
 
-bool H2Session::run(std::span<const char> first) {
-  if (!start()) return false;
-  last_recv_ = rt::coarse_now();
-  if (!first.empty() && !take(first.data(), first.size())) return send_pending() && goaway_;
-  while (true) {
-    answer_ready();
-    if (!send_pending()) return false;
-    if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {
-      return goaway_;
-    }
-    if (!draining_ && wire_.draining->load(std::memory_order_acquire)) {
-      begin_drain();
-      continue;
-    }
-    const int64_t n = receive(next_deadline());
-    if (n == -ECANCELED && !draining_ && !wire_.token->cancelled()) {
-      begin_drain();
-      continue;
-    }
-    if (n == -ETIMEDOUT) {
-      on_timeout();
-      continue;
-    }
-    if (n <= 0) {  // the client closed, or the socket failed
-      spdlog::debug("{}: HTTP/2: connection ended: {}", wire_.peer,
-                    n == 0 ? "closed by the client" : std::strerror(static_cast<int>(-n)));
-      return false;
-    }
-    last_recv_ = rt::coarse_now();
-    if (!take(work_.read_area(), static_cast<std::size_t>(n))) return send_pending() && goaway_;
-  }
-}
-
 bool H2Session::take(const char* data, std::size_t size) {
   const auto rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), size);
   if (rv >= 0) return true;
@@ -281,6 +237,31 @@ void H2Session::begin_drain() {
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
                         nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
                         nullptr, 0);
+}
+
+bool H2Session::feed(std::span<const char> bytes) {
+  const bool go_on = take(bytes.data(), bytes.size());
+  answer_ready();
+  return go_on;
+}
+
+int64_t H2Session::produce(std::string& out, std::size_t limit) {
+  const std::size_t before = out.size();
+  while (out.size() < limit) {
+    const uint8_t* data = nullptr;
+    const auto n = nghttp2_session_mem_send(session_, &data);
+    if (n < 0) {
+      spdlog::debug("{}: HTTP/2: {}", wire_.peer, nghttp2_strerror(static_cast<int>(n)));
+      return -1;
+    }
+    if (n == 0) break;
+    out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+  }
+  return static_cast<int64_t>(out.size() - before);
+}
+
+bool H2Session::active() const {
+  return nghttp2_session_want_read(session_) != 0 || nghttp2_session_want_write(session_) != 0;
 }
 
 void H2Session::answer_ready() {
@@ -362,40 +343,6 @@ void H2Session::make_body(H2Stream& s, const Reply& reply) {
       }
       break;
   }
-}
-
-bool H2Session::send_pending() {
-  while (true) {
-    const uint8_t* data = nullptr;
-    const auto n = nghttp2_session_mem_send(session_, &data);
-    if (n < 0) {
-      spdlog::debug("{}: HTTP/2: {}", wire_.peer, nghttp2_strerror(static_cast<int>(n)));
-      return false;
-    }
-    if (n == 0) break;
-    out_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
-    if (out_.size() >= kOutBatch && !write_out()) return false;
-  }
-  return write_out();
-}
-
-bool H2Session::write_out() {
-  if (out_.empty()) return true;
-  const rt::TimePoint deadline = rt::coarse_now() + config_.timeouts_send;
-  const int64_t n =
-      wire_.tls_send ? wire_.tls_send->write_all(out_.data(), out_.size(), deadline, wire_.token)
-                     : io::send_all(wire_.fd, out_.data(), out_.size(), 0, deadline, wire_.token);
-  out_.clear();
-  return n >= 0;
-}
-
-int64_t H2Session::receive(rt::TimePoint deadline) {
-  // Until the drain begins, the wait also ends when it does (the wake token).
-  rt::CancelToken* token = draining_ ? wire_.token : wire_.wake;
-  if (wire_.token->cancelled()) return -ECANCELED;
-  char* into = work_.read_area();
-  return wire_.tls ? wire_.tls->read(into, work_.read_cap, deadline, token)
-                   : io::recv(wire_.fd, into, work_.read_cap, 0, deadline, token);
 }
 
 rt::TimePoint H2Session::next_deadline() const {

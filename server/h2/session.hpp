@@ -63,6 +63,11 @@ class H2Service {
   /// to `text`, the request having started at `started`.
   virtual RequestNote note(const Request* req, rt::TimePoint started, std::string& text) = 0;
 
+  /// Reads up to `len` bytes of `file` at `offset` into `into` without blocking a processor
+  /// (the I/O driver's read); returns the count (0: the file shrank) or -errno.
+  virtual int64_t read_file(const FileEntry& file, char* into, std::size_t len,
+                            uint64_t offset) = 0;
+
   /// Ends an answered request: `status`, `body_sent` body bytes framed, `note` whose text is
   /// in `notes`.
   virtual void finished(int status, uint64_t body_sent, const RequestNote& note,
@@ -101,13 +106,29 @@ class H2Session {
   /// socket broke.
   bool run(std::span<const char> first);
 
-  /// Returns the number of streams open now (tests).
+  // The steps of run(), without I/O (session.cpp; run() and its I/O are session_io.cpp):
+  // what the fuzz target drives.
+
+  /// Makes the nghttp2 session and queues the server's SETTINGS; false when out of memory.
+  bool open();
+
+  /// Takes bytes received from the client and answers every request they complete; false
+  /// when the connection must end (a GOAWAY is queued).
+  bool feed(std::span<const char> bytes);
+
+  /// Appends what nghttp2 has to send to `out`, stopping once `out` holds `limit` bytes;
+  /// returns the bytes appended (0: nothing more now), or -1 on a fatal error.
+  int64_t produce(std::string& out, std::size_t limit);
+
+  /// Returns whether the session still reads or writes (false: the connection is done).
+  bool active() const;
+
+  /// Returns the number of streams open now.
   std::size_t open_streams() const { return streams_.size(); }
 
  private:
   friend struct H2Callbacks;
 
-  bool start();
   // Feeds received bytes to nghttp2; false when the connection must end (GOAWAY queued).
   bool take(const char* data, std::size_t size);
   void answer_ready();

@@ -111,6 +111,7 @@ class Connection final : private ResponseWriter::Owner, private H2Service {
   Outcome serve_h2(std::span<const char> first);
   Reply answer(const Request& req, ConnectionWork& work) override;
   RequestNote note(const Request* req, rt::TimePoint started, std::string& text) override;
+  int64_t read_file(const FileEntry& file, char* into, std::size_t len, uint64_t offset) override;
   void finished(int status, uint64_t body_sent, const RequestNote& note,
                 std::string_view notes) override;
   // Answers `status` without a parsed request (503, 408, a malformed one) and closes.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "runtime/io.hpp"
 #include "server/net/connection.hpp"
 #include "server/net/finish_request.hpp"
 
@@ -53,6 +54,11 @@ Connection::Outcome Connection::serve_h2(std::span<const char> first) {
 
 Reply Connection::answer(const Request& req, ConnectionWork& work) {
   return decide(req, work);
+}
+
+int64_t Connection::read_file(const FileEntry& file, char* into, std::size_t len, uint64_t offset) {
+  return rt::io::read(file.fd, into, len, static_cast<int64_t>(offset),
+                      rt::coarse_now() + ctx_.config.timeouts_send, &token_);
 }
 
 void Connection::finished(int status, uint64_t body_sent, const RequestNote& note,
