@@ -1,8 +1,9 @@
 """Issue 44, on both backends: HTTP/2 over TLS (ALPN "h2") and cleartext with prior knowledge
 (server.h2c), with curl --http2 / --http2-prior-knowledge, h2load (many streams on few
 connections) and Python's h2 package for requests and hand-made frames: GET, HEAD, 404, a
-conditional 304, a single range 206 and a multipart one, an index file, a body read from its
-file, a virtual host chosen by :authority, the access log's "HTTP/2.0"; each limit of
+conditional 304, a single range 206 and a multipart one, an index file, a listing, a
+precompressed variant, a header rule, a redirect and an error page of the site's, a body read
+from its file, a virtual host chosen by :authority, the access log's "HTTP/2.0"; each limit of
 [http2] against a client that abuses it (too many concurrent streams: REFUSED_STREAM; Rapid
 Reset, a CONTINUATION flood, a PING flood, a WINDOW_UPDATE flood and a malformed frame:
 GOAWAY; a stream that never opens its window: RST_STREAM CANCEL; an idle connection: GOAWAY
@@ -10,6 +11,7 @@ NO_ERROR; a header list over the limit: 431), the server serving others afterwar
 graceful stop with streams in flight that loses none (GOAWAY with the last stream id); and
 with server.http2 and server.h2c off, HTTP/1.1 only (ALPN, and the preface refused)."""
 
+import gzip
 import hashlib
 import os
 import signal
@@ -43,6 +45,8 @@ import weft_site as site  # noqa: E402
 from weft_harness import WeftServer, free_port, metric, per_backend  # noqa: E402
 
 B_INDEX = b"<h1>site b over HTTP/2</h1>\n"
+PC_TEXT = b"precompressed over HTTP/2 " * 40
+MISSING_PAGE = b"<h1>the site's own 404</h1>\n"
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 # Frame types and error codes (RFC 9113 §6, §7).
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
@@ -245,11 +249,19 @@ class H2:
         os.makedirs(os.path.join(base, "b"))
         with open(os.path.join(base, "b", "index.html"), "wb") as f:
             f.write(B_INDEX)
+        with open(os.path.join(root, "pc.txt"), "wb") as f:
+            f.write(PC_TEXT)
+        with open(os.path.join(root, "pc.txt.gz"), "wb") as f:
+            f.write(gzip.compress(PC_TEXT))
+        with open(os.path.join(root, "missing.html"), "wb") as f:
+            f.write(MISSING_PAGE)
         cls.crt, cls.key = make_cert(base)
         cls.tls_port, cls.metrics_port = free_port(), free_port()
         cls.access_log = os.path.join(base, "access.log")
         cls.settings = {
-            "server": {"listen_tls": ["127.0.0.1:%d" % cls.tls_port], "h2c": True},
+            "server": {"listen_tls": ["127.0.0.1:%d" % cls.tls_port], "h2c": True,
+                       "precompressed": "on", "directory_listing": True,
+                       "error_pages": {"404": "/missing.html"}},
             "tls": {"certificate": cls.crt, "key": cls.key},
             "http2": dict(LIMITS),
             "log": {"access_log": cls.access_log},
@@ -259,7 +271,9 @@ class H2:
 
     @classmethod
     def extra_toml(cls):
-        return '\n[[vhosts]]\nhost = "b.test"\nroot = "%s"\n' % os.path.join(cls.base, "b")
+        return ('\n[[headers]]\nsource = "/dir/**"\nset = { "Cache-Control" = "max-age=60" }\n'
+                '\n[[redirects]]\nsource = "/old"\ndestination = "/hello.txt"\n'
+                '\n[[vhosts]]\nhost = "b.test"\nroot = "%s"\n' % os.path.join(cls.base, "b"))
 
     @property
     def h2c_port(self):
@@ -332,11 +346,27 @@ class H2:
             status, headers, body = c.get("/hello.txt", method="HEAD")
             self.assertEqual((status, body), (200, b""))
             self.assertEqual(headers[b"content-length"], b"%d" % len(site.HELLO))
-            status, _, _ = c.get("/no-such-file")
-            self.assertEqual(status, 404)
+            status, _, body = c.get("/no-such-file")
+            self.assertEqual((status, body), (404, MISSING_PAGE))
             status, _, body = c.get("/dir/")
             self.assertEqual((status, body), (200, site.DIR_INDEX))
             c.sock.close()
+
+    def test_site_rules_listing_precompressed(self):
+        c = self.client()
+        status, headers, _ = c.get("/dir/")
+        self.assertEqual((status, headers.get(b"cache-control")), (200, b"max-age=60"))
+        status, headers, _ = c.get("/old")
+        self.assertEqual((status, headers[b"location"]), (301, b"/hello.txt"))
+        status, _, body = c.get("/no-such-page")
+        self.assertEqual((status, body), (404, MISSING_PAGE))
+        status, headers, body = c.get("/noindex/")
+        self.assertEqual(status, 200)
+        self.assertIn(b"file.txt", body)
+        status, headers, body = c.get("/pc.txt", extra=[("accept-encoding", "gzip")])
+        self.assertEqual((status, headers[b"content-encoding"]), (200, b"gzip"))
+        self.assertEqual(gzip.decompress(body), PC_TEXT)
+        self.assertEqual(headers[b"vary"], b"Accept-Encoding")
 
     def test_body_read_from_its_file(self):
         c = self.client()
