@@ -41,6 +41,17 @@ void RequestFields::add(std::string_view name, std::string_view value) {
   lines_.push_back({keep(name), keep(value)});
 }
 
+void RequestFields::clear() {
+  list_size_ = 0;
+  fields_ = 0;
+  host_mismatch_ = false;
+  text_.clear();
+  lines_.clear();
+  headers_.clear();
+  method_ = path_ = authority_ = {};
+  has_authority_ = false;
+}
+
 int RequestFields::refusal() const {
   if (list_size_ > max_list_size_ || fields_ > max_fields_) return 431;
   if (host_mismatch_) return 400;

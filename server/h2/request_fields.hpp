@@ -41,6 +41,12 @@ class RequestFields {
   /// Returns the request, valid while this object lives unchanged (call refusal() first).
   Request build();
 
+  /// Forgets every field, keeping the memory for the next request's.
+  void clear();
+
+  /// Returns the bytes of memory the fields' text holds (its capacity).
+  std::size_t capacity() const { return text_.capacity(); }
+
   /// Returns the method as sent (empty before its field came).
   std::string_view method() const { return view(method_); }
 

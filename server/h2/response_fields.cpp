@@ -23,6 +23,7 @@ bool connection_specific(std::string_view lower) {
 
 bool ResponseFields::assign(std::string_view head) {
   text_.clear();
+  text_.reserve(head.size());  // a no-op once it has grown: one string for every response
   nv_.clear();
   spans_.clear();
   status_ = 0;
@@ -50,7 +51,8 @@ bool ResponseFields::assign(std::string_view head) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
       value.remove_prefix(1);
     const std::size_t name_at = text_.size();
-    for (char c : line.substr(0, colon)) text_.push_back(ascii::to_lower(c));
+    text_.append(line.substr(0, colon));
+    for (std::size_t i = name_at; i < text_.size(); ++i) text_[i] = ascii::to_lower(text_[i]);
     if (connection_specific(std::string_view(text_).substr(name_at))) {
       text_.resize(name_at);
       continue;

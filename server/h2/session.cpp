@@ -34,7 +34,6 @@ struct H2Stream {
   bool answered = false;
   bool reset = false;  // RST_STREAM sent for a stall
   int status = 0;
-  ResponseFields response;
   FileRef file;
   std::string text;  // a page's body, a multipart's framing, an error page
   std::vector<Piece> pieces;
@@ -43,6 +42,32 @@ struct H2Stream {
   uint64_t body_sent = 0;
   RequestNote note;
   std::string notes;
+
+  // Makes this (closed) stream the new stream `stream_id`, keeping its strings' capacity.
+  void reuse(int32_t stream_id) {
+    id = stream_id;
+    fields.clear();
+    answered = reset = false;
+    status = 0;
+    file.reset();
+    text.clear();
+    pieces.clear();
+    piece = 0;
+    piece_done = 0;
+    body_sent = 0;
+    note = {};
+    notes.clear();
+  }
+
+  // Returns whether it holds little enough memory to be kept for reuse.
+  bool small() const {
+    return fields.capacity() <= kSmallStream && text.capacity() <= kSmallStream &&
+           notes.capacity() <= kSmallStream;
+  }
+
+  // What a kept stream may hold in each of its strings. Picked: a browser's request fields
+  // and an error page fit.
+  static constexpr std::size_t kSmallStream = 4096;
 };
 
 // nghttp2's callbacks, each given the session as user_data.
@@ -52,9 +77,7 @@ struct H2Callbacks {
   static int on_begin_headers(nghttp2_session* s, const nghttp2_frame* frame, void* user) {
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     H2Session& h = self(user);
-    auto* stream = new H2Stream(frame->hd.stream_id, h.config_);
-    stream->started = stream->progress = rt::coarse_now();
-    h.streams_.push_back(stream);
+    H2Stream* stream = h.take_stream(frame->hd.stream_id);
     nghttp2_session_set_stream_user_data(s, frame->hd.stream_id, stream);
     return 0;
   }
@@ -177,6 +200,7 @@ H2Session::~H2Session() {
     if (s->answered) service_.finished(s->status, s->body_sent, s->note, s->notes);
     delete s;
   }
+  for (H2Stream* s : spare_) delete s;
 }
 
 bool H2Session::open() {
@@ -283,11 +307,12 @@ void H2Session::answer(H2Stream& s) {
   s.note.site = reply.site;
   HeadBuffer h;
   build_head(h, origin_, reply, parsed, /*close=*/false, work_);
-  if (h.overflowed() || !s.response.assign(h.view())) {
+  // nghttp2_submit_response copies the fields: one ResponseFields serves every stream.
+  if (h.overflowed() || !response_.assign(h.view())) {
     reply = Reply::error_page(500);
     h.clear();
     build_head(h, origin_, reply, parsed, false, work_);
-    s.response.assign(h.view());
+    response_.assign(h.view());
   }
   s.status = reply.status;
   s.answered = true;
@@ -296,7 +321,7 @@ void H2Session::answer(H2Stream& s) {
   nghttp2_data_provider body{};
   body.source.ptr = &s;
   body.read_callback = H2Callbacks::read_body;
-  const auto& nv = s.response.list();
+  const auto& nv = response_.list();
   nghttp2_submit_response(session_, s.id, nv.data(), nv.size(), s.pieces.empty() ? nullptr : &body);
 }
 
@@ -369,11 +394,32 @@ void H2Session::on_timeout() {
   }
 }
 
+H2Stream* H2Session::take_stream(int32_t id) {
+  H2Stream* s = nullptr;
+  if (spare_.empty()) {
+    s = new H2Stream(id, config_);
+  } else {
+    s = spare_.back();
+    spare_.pop_back();
+    s->reuse(id);
+  }
+  s->started = s->progress = rt::coarse_now();
+  streams_.push_back(s);
+  return s;
+}
+
 void H2Session::close_stream(H2Stream* s) {
   nghttp2_session_set_stream_user_data(session_, s->id, nullptr);
   if (s->answered) service_.finished(s->status, s->body_sent, s->note, s->notes);
   streams_.erase(std::find(streams_.begin(), streams_.end(), s));
-  delete s;
+  // Kept for the next stream (its strings keep their capacity: no allocation per request),
+  // unless a large request or page grew them.
+  if (spare_.size() < kSpareStreams && s->small()) {
+    s->file.reset();  // the file's bytes are not held by a stream that is gone
+    spare_.push_back(s);
+  } else {
+    delete s;
+  }
 }
 
 }  // namespace weft::http

@@ -44,6 +44,7 @@
 #include "runtime/cancel.hpp"
 #include "runtime/clock.hpp"
 #include "server/core/config.hpp"
+#include "server/h2/response_fields.hpp"
 #include "server/handler/connection_work.hpp"
 #include "server/handler/reply.hpp"
 #include "server/handler/response_head.hpp"
@@ -142,7 +143,12 @@ class H2Session {
   void on_timeout();
   void begin_drain();
   void terminate(uint32_t code, std::string_view why);
+  // Returns a stream for `id` (a spare one when there is), listed as open.
+  H2Stream* take_stream(int32_t id);
   void close_stream(H2Stream* s);
+
+  // Closed streams kept for reuse. Picked: a page's burst of requests reuses them.
+  static constexpr std::size_t kSpareStreams = 16;
 
   const Config& config_;
   HeadOrigin origin_;
@@ -151,7 +157,9 @@ class H2Session {
   H2Service& service_;
   nghttp2_session* session_ = nullptr;
   std::vector<H2Stream*> streams_;  // open streams (at most max_concurrent_streams + a few)
+  std::vector<H2Stream*> spare_;    // closed streams kept for reuse (at most kSpareStreams)
   std::vector<int32_t> ready_;      // streams whose request is complete, not yet answered
+  ResponseFields response_;         // the fields of the response being submitted
   std::string out_;                 // bytes to send, batched
   rt::TimePoint last_recv_{};
   unsigned window_updates_ = 0;  // WINDOW_UPDATEs since the last DATA frame sent

@@ -107,5 +107,24 @@ TEST(RequestFields, ListSizeCountsNameValueAnd32) {
   EXPECT_EQ(f.refusal(), 431);
 }
 
+TEST(RequestFields, ClearKeepsNothingOfTheLastRequest) {
+  RequestFields f(100, 1024);
+  f.add(":method", "HEAD");
+  f.add(":authority", "a.example");
+  f.add(":path", "/old");
+  f.add("host", "b.example");              // 400
+  f.add("x-big", std::string(2000, 'a'));  // 431
+  ASSERT_NE(f.refusal(), 0);
+  f.clear();
+  f.add(":method", "GET");
+  f.add(":path", "/new");
+  EXPECT_EQ(f.refusal(), 0);
+  const Request r = f.build();
+  EXPECT_EQ(r.method(), Method::get);
+  EXPECT_EQ(r.target(), "/new");
+  EXPECT_FALSE(r.host());
+  EXPECT_TRUE(r.headers().empty());
+}
+
 }  // namespace
 }  // namespace weft::http
