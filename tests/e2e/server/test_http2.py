@@ -14,12 +14,14 @@ with server.http2 and server.h2c off, HTTP/1.1 only (ALPN, and the preface refus
 import gzip
 import hashlib
 import os
+import shutil
 import signal
 import socket
 import ssl
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 from collections import namedtuple
@@ -147,6 +149,7 @@ class H2Client:
         if window is not None:
             self.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window})
         self.auto_ack = True
+        self.unacked = []  # (length, stream) of DATA not acknowledged while auto_ack is off
         self.flush()
         self.closed = False
         self.pending = b""  # bytes of a frame not yet whole
@@ -158,6 +161,17 @@ class H2Client:
         data = self.conn.data_to_send()
         if data:
             self.sock.sendall(data)
+
+    def resume(self):
+        """Acknowledges the DATA held back, and from now on all DATA as it comes."""
+        self.auto_ack = True
+        for length, sid in self.unacked:
+            try:
+                self.conn.acknowledge_received_data(length, sid)
+            except h2.exceptions.StreamClosedError:
+                pass
+        self.unacked = []
+        self.flush()
 
     def request(self, path, authority="localhost", extra=(), end=True, method="GET"):
         sid = self.conn.get_next_available_stream_id()
@@ -210,6 +224,8 @@ class H2Client:
                 s["body"] += e.data
                 if self.auto_ack:
                     self.conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                else:
+                    self.unacked.append((e.flow_controlled_length, e.stream_id))
             elif isinstance(e, h2.events.StreamEnded) and s is not None:
                 s["ended"] = True
             elif isinstance(e, h2.events.StreamReset) and s is not None:
@@ -590,20 +606,23 @@ class H2Off:
 
 
 class H2GracefulStop(unittest.TestCase):
-    """SIGTERM with streams in flight: GOAWAY NO_ERROR naming the last stream, and every
-    stream the server took finishes whole."""
+    """SIGTERM, and SIGHUP (the old generation drains), with streams in flight: GOAWAY NO_ERROR
+    naming the last stream, and every stream the server took finishes whole. The client
+    grants no window until the GOAWAY came, so the streams are in flight when the drain
+    begins whatever the timing."""
 
     backend = None
 
-    def test_stop_loses_no_stream(self):
-        base = __import__("tempfile").mkdtemp(prefix="weft-root-")
+    def drain_with_streams_in_flight(self, signo, grace):
+        base = tempfile.mkdtemp(prefix="weft-root-")
+        self.addCleanup(shutil.rmtree, base, ignore_errors=True)
         root = site.build(base)
         crt, key = make_cert(base)
         tls_port = free_port()
         srv = WeftServer(root, self.backend, {
             "server": {"listen_tls": ["127.0.0.1:%d" % tls_port]},
             "tls": {"certificate": crt, "key": key},
-            "timeouts": {"shutdown_grace": "20s"}})
+            "timeouts": {"shutdown_grace": grace}})
         srv.start()
         try:
             ctx = ssl.create_default_context()
@@ -613,25 +632,49 @@ class H2GracefulStop(unittest.TestCase):
             sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", tls_port), timeout=10),
                                    server_hostname="localhost")
             c = H2Client(sock)
+            c.auto_ack = False
             sids = [c.request("/medium.bin") for _ in range(20)]
             # Every response has begun (the server took every stream); the bodies, 200 KiB
-            # each under 64 KiB windows, are still in flight.
+            # each, wait for window.
             c.until(lambda: all(c.streams[s]["headers"] for s in sids))
-            srv.proc.send_signal(signal.SIGTERM)
+            srv.proc.send_signal(signo)
+            self.assertTrue(c.until(lambda: c.goaway() is not None, timeout=30))
+            self.assertEqual(c.goaway().error_code, NO_ERROR)
+            self.assertGreaterEqual(c.goaway().last_stream_id, sids[-1])
+            self.assertFalse(all(c.streams[s]["ended"] for s in sids))
+            c.resume()
             c.until(lambda: all(c.streams[s]["ended"] or c.streams[s]["reset"] is not None
                                 for s in sids), timeout=30)
             for s in sids:
                 self.assertTrue(c.streams[s]["ended"], (s, c.streams[s]["reset"]))
                 self.assertEqual(c.streams[s]["body"], site.MEDIUM)
-            c.until(lambda: c.goaway() is not None)
-            self.assertEqual(c.goaway().error_code, NO_ERROR)
-            self.assertGreaterEqual(c.goaway().last_stream_id, sids[-1])
-            self.assertEqual(srv.proc.wait(30), 0, srv.log()[-4000:])
-        finally:
+            return srv, tls_port
+        except BaseException:
             if srv.proc.poll() is None:
                 srv.stop()
             srv.cleanup()
-            __import__("shutil").rmtree(base, ignore_errors=True)
+            raise
+
+    def test_stop_loses_no_stream(self):
+        srv, _ = self.drain_with_streams_in_flight(signal.SIGTERM, "20s")
+        try:
+            self.assertEqual(srv.proc.wait(30), 0, srv.log()[-4000:])
+        finally:
+            srv.cleanup()
+
+    def test_reload_loses_no_stream(self):
+        # The old generation's connections get shutdown_grace to finish on their own, then
+        # the drain: GOAWAY; the client's streams then finish under the new generation's
+        # server, which goes on serving.
+        srv, tls_port = self.drain_with_streams_in_flight(signal.SIGHUP, "2s")
+        try:
+            out = subprocess.run(["curl", "-sk", "--http2", "-w", "\n%{http_version}",
+                                  "https://127.0.0.1:%d/hello.txt" % tls_port],
+                                 capture_output=True, timeout=30)
+            self.assertEqual(out.stdout, site.HELLO + b"\n2")
+            self.assertEqual(srv.stop(), 0, srv.log()[-4000:])
+        finally:
+            srv.cleanup()
 
 
 per_backend(globals(), H2, H2Off)
