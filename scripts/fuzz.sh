@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz_request fuzz_range fuzz_tls_hello)
+((${#targets[@]})) || targets=(fuzz_request fuzz_range fuzz_tls_hello fuzz_h2_frames)
 
 scripts/build.sh fuzz
 status=0

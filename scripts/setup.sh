@@ -33,6 +33,8 @@ TEST_PKGS=(
   libclang-rt-14-dev llvm-14 procps iproute2
   python3-kubernetes    # the Kubernetes API's models: deploy/k8s checked against its schema
   debootstrap           # the package test installs the .deb into a fresh Debian root
+  nghttp2-client        # h2load and nghttp, HTTP/2 clients of the e2e tests
+  python3-h2            # hand-made HTTP/2 frames in the e2e tests
 )
 # Benchmarks and comparisons: the peers and the clients that measure them.
 BENCH_PKGS=(

@@ -396,6 +396,8 @@ std::vector<Field> process_fields() {
        choice(&Config::precompressed, {{"off", Precompressed::off},
                                        {"on", Precompressed::on},
                                        {"always", Precompressed::always}})},
+      {"server", "http2", boolean(&Config::http2)},
+      {"server", "h2c", boolean(&Config::h2c)},
       {"server", "fallback_page", fallback_page()},
       {"server", "error_pages", error_pages()},
 
@@ -454,7 +456,7 @@ std::vector<Field> limit_fields() {
   };
 }
 
-// [fd_cache], [log], [tls] and [metrics].
+// [fd_cache], [log], [tls], [http2] and [metrics].
 std::vector<Field> cache_and_log_fields() {
   return {
       {"fd_cache", "enabled", boolean(&Config::fd_cache)},
@@ -490,6 +492,20 @@ std::vector<Field> cache_and_log_fields() {
       {"tls", "ktls",
        choice(&Config::tls_ktls,
               {{"auto", KernelTls::automatic}, {"on", KernelTls::on}, {"off", KernelTls::off}})},
+
+      {"http2", "max_concurrent_streams", integer(&Config::h2_max_concurrent_streams, 1, 100'000)},
+      {"http2", "max_header_list_size",
+       size(&Config::h2_max_header_list_size, 1024, 16 * 1024 * 1024)},
+      {"http2", "header_table_size", size(&Config::h2_header_table_size, 0, 1024 * 1024)},
+      {"http2", "max_resets", integer(&Config::h2_max_resets, 1, 1'000'000)},
+      {"http2", "resets_per_second", integer(&Config::h2_resets_per_second, 1, 1'000'000)},
+      {"http2", "max_continuations", integer(&Config::h2_max_continuations, 1, 10'000)},
+      {"http2", "max_queued_control_frames",
+       integer(&Config::h2_max_queued_control_frames, 1, 1'000'000)},
+      {"http2", "max_window_updates", integer(&Config::h2_max_window_updates, 1, 1'000'000)},
+      {"http2", "idle_timeout", duration(&Config::h2_idle_timeout, Millis{1}, Millis{86'400'000})},
+      {"http2", "stalled_stream_timeout",
+       duration(&Config::h2_stalled_stream_timeout, Millis{1}, Millis{86'400'000})},
 
       {"metrics", "enabled", boolean(&Config::metrics)},
       {"metrics", "listen", single_listen(&Config::metrics_listen)},

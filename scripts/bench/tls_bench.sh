@@ -7,11 +7,15 @@
 #              request (wrk keeps no session to resume), so requests per server CPU-second are
 #              handshakes per server CPU-second;
 #   ka-100:    keep-alive requests for the 100-byte file over TLS;
-#   ka-64k:    the same for a 64 KiB file.
+#   ka-64k:    the same for a 64 KiB file;
+#   h2-100:    HTTP/2 (ALPN h2) for the 100-byte file with h2load on core 1 instead of wrk:
+#              -c 10 -m 32 (ten connections, 32 streams each; issue 44). NGINX serves it with
+#              `listen ... ssl http2` and keepalive_requests raised (its default ends a
+#              connection after 1,000 streams, which h2load does not reconnect).
 # It prints requests/s and requests per server CPU-second (utime+stime of the server process
 # from /proc) per round, then medians and the weft/NGINX ratios.
 # Usage: scripts/bench/tls_bench.sh [SECONDS] [ROUNDS] [LOADS]
-#   LOADS: "handshake ka-100 ka-64k" (default) or a subset. SERVERS="weft weft-epoll nginx"
+#   LOADS: "handshake ka-100 ka-64k" (default), a subset, or with h2-100. SERVERS="weft weft-epoll nginx"
 #   (default) picks servers; WEFT=BINARY another weft build; WEFT_B=BINARY adds "weft-b".
 #   CAP=FRACTION puts each server in a cgroup v1 cpu group of its own capped at that share of a
 #   core (e.g. 0.3), so that one client core saturates it: a handshake costs the client about
@@ -83,7 +87,7 @@ http {
   types { text/plain txt; application/octet-stream bin; }
   ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
   ssl_protocols TLSv1.3; ssl_ecdh_curve X25519;
-  server { listen 127.0.0.1:${port[nginx]} ssl backlog=4096; root $root; }
+  server { listen 127.0.0.1:${port[nginx]} ssl http2 backlog=4096; root $root; }
 }
 CONF
 
@@ -127,12 +131,18 @@ run_one() {  # round load server
   [[ $ld == handshake ]] && args+=(-H 'Connection: close')
   [[ $ld == ka-64k ]] && file=64k.bin
   t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
-  out=$(taskset -c 1 wrk "${args[@]}" "https://127.0.0.1:$p/$file")
-  t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
-  n=$(awk '/requests in/{print $1}' <<<"$out")
-  if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then
-    echo "$s $ld: $(grep 'Non-2xx\|Socket errors' <<<"$out")" >&2
+  if [[ $ld == h2-100 ]]; then
+    out=$(taskset -c 1 h2load -c 10 -m 32 -D "$secs" "https://127.0.0.1:$p/$file")
+    n=$(awk '/^requests:/{print $8}' <<<"$out")
+    grep -q ' 0 failed' <<<"$out" || echo "$s $ld: $(grep '^requests:' <<<"$out")" >&2
+  else
+    out=$(taskset -c 1 wrk "${args[@]}" "https://127.0.0.1:$p/$file")
+    n=$(awk '/requests in/{print $1}' <<<"$out")
+    if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then
+      echo "$s $ld: $(grep 'Non-2xx\|Socket errors' <<<"$out")" >&2
+    fi
   fi
+  t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
   echo "$r $ld $s $n $((t1 - t0))" >> "$results"
   python3 -c "
 import os, sys

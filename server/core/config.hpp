@@ -122,6 +122,8 @@ struct Config {
   LingeringClose lingering_close = LingeringClose::on;  // see conf/weft.toml
   bool defer_accept = true;  // TCP_DEFER_ACCEPT on the listeners (see conf/weft.toml)
   SitePages pages;           // fallback_page, error_pages
+  bool http2 = true;         // ALPN offers h2 (then http/1.1) on every listen_tls address
+  bool h2c = false;          // cleartext HTTP/2 with prior knowledge on the plain addresses
 
   // [[headers]], [[redirects]] (of the default site) and [[vhosts]]
   std::vector<HeaderRuleConfig> headers;
@@ -204,6 +206,18 @@ struct Config {
   // A DER OCSP response for tls_certificate, stapled for clients that ask; empty: none.
   std::filesystem::path tls_stapling_file;
   KernelTls tls_ktls = KernelTls::automatic;
+
+  // [http2]: the limits of one HTTP/2 connection (NGINX's or H2O's defaults; see conf/weft.toml)
+  unsigned h2_max_concurrent_streams = 128;         // SETTINGS_MAX_CONCURRENT_STREAMS (NGINX)
+  std::size_t h2_max_header_list_size = 32 * 1024;  // a request's fields, decoded (NGINX)
+  std::size_t h2_header_table_size = 4096;          // SETTINGS_HEADER_TABLE_SIZE (RFC default)
+  unsigned h2_max_resets = 1000;                    // client stream resets, burst (nghttp2)
+  unsigned h2_resets_per_second = 33;               // ... refilled at this rate (nghttp2)
+  unsigned h2_max_continuations = 8;                // CONTINUATION frames per header block
+  unsigned h2_max_queued_control_frames = 1000;     // PING/SETTINGS acks queued unsent
+  unsigned h2_max_window_updates = 1000;            // WINDOW_UPDATEs with no DATA sent between
+  Millis h2_idle_timeout{75'000};                   // no open stream and nothing received
+  Millis h2_stalled_stream_timeout{60'000};         // a stream whose window stays shut this long
 
   // [metrics]
   bool metrics = false;

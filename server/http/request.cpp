@@ -53,4 +53,24 @@ std::optional<std::string_view> Request::find(std::string_view name) const {
   return std::nullopt;
 }
 
+Request Request::assemble(std::string_view method, std::string_view target, Version version,
+                          std::span<Header> headers) {
+  Request r;
+  r.method_ = method == "GET"       ? Method::get
+              : method == "HEAD"    ? Method::head
+              : method == "OPTIONS" ? Method::options
+                                    : Method::other;
+  r.method_text_ = method;
+  r.target_ = target;
+  r.version_ = version;
+  r.keep_alive_ = true;
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    headers[i].field = classify_field(headers[i].name);
+    const auto f = index(headers[i].field);
+    if (r.count_[f]++ == 0) r.first_[f] = static_cast<std::uint16_t>(i);
+  }
+  r.headers_ = headers;
+  return r;
+}
+
 }  // namespace weft::http

@@ -26,8 +26,8 @@ namespace weft::http {
 /// The request method, as far as a static server cares; other() methods get 405.
 enum class Method : std::uint8_t { get, head, options, other };
 
-/// The HTTP version; the parser answers 505 to any other.
-enum class Version : std::uint8_t { http_1_0, http_1_1 };
+/// The HTTP version; the parser answers 505 to any other (HTTP/2 streams come from h2/).
+enum class Version : std::uint8_t { http_1_0, http_1_1, http_2 };
 
 /// The header fields the server acts on; everything else is `other`.
 enum class Field : std::uint8_t {
@@ -121,6 +121,12 @@ class FieldLines {
 /// A parsed request head: method, target, version, headers, and the keep-alive decision.
 class Request {
  public:
+  /// Returns a request made of parts decoded elsewhere (an HTTP/2 stream's fields, h2/): the
+  /// method as sent, the target, `headers` (at most 65535, classified here) in the order
+  /// received; every view must outlive the request. It keeps the connection alive.
+  static Request assemble(std::string_view method, std::string_view target, Version version,
+                          std::span<Header> headers);
+
   /// Returns the method, classified.
   Method method() const { return method_; }
 

@@ -95,7 +95,11 @@ void Connection::on_ready(void* arg, int result) {
 }
 
 void Connection::drain() {
-  if (idle_.load(std::memory_order_acquire)) token_.cancel();
+  if (h2_.load(std::memory_order_acquire)) {
+    wake_.cancel();  // the session sends GOAWAY and finishes its streams
+  } else if (idle_.load(std::memory_order_acquire)) {
+    token_.cancel();
+  }
 }
 
 void Connection::acquire_work() {
@@ -115,6 +119,10 @@ Connection::Outcome Connection::run() {
     if (std::optional<Outcome> end = handshake()) return *end;
   }
   acquire_work();
+  if (tls_ && tls_->alpn() == "h2") return serve_h2({});
+  if (!secure_ && requests_ == 0 && ctx_.config.h2c) {
+    if (std::optional<Outcome> end = sniff_h2c()) return *end;
+  }
   while (true) {
     ParseResult r = work_->parser.parse({work_->read_area(), have_});
     if (r.status == ParseStatus::need_more) {
@@ -257,8 +265,7 @@ bool Connection::serve(const Request& req) {
                requests_ >= ctx_.config.max_requests_per_connection;
   RequestNote note = note_of(&req, request_started_);
   if (close) linger_ = must_linger(req);
-  Reply reply = site_ == Site::metrics ? handle_metrics(ctx_.metrics.get(), req, *work_)
-                                       : handle_static(ctx_.site_for(req), req, *work_, peer_);
+  Reply reply = decide(req, *work_);
   note.site = reply.site;
   return writer_.write(reply, &req, close, note) && !close;
 }
@@ -311,7 +318,18 @@ bool Connection::late_bytes() const {
   return ::ioctl(fd_, FIONREAD, &unread) == 0 && unread > 0;
 }
 
+Reply Connection::decide(const Request& req, ConnectionWork& work) {
+  return site_ == Site::metrics ? handle_metrics(ctx_.metrics.get(), req, work)
+                                : handle_static(ctx_.site_for(req), req, work, peer_);
+}
+
 RequestNote Connection::note_of(const Request* req, rt::TimePoint started) {
+  std::string& text = work_->notes;
+  if (work_->outgoing_count == 0) text.clear();  // no response in flight reads it
+  return note(req, started, text);
+}
+
+RequestNote Connection::note(const Request* req, rt::TimePoint started, std::string& text) {
   RequestNote n;
   n.started = started == rt::TimePoint{} ? rt::coarse_now() : started;
   if (!ctx_.access_log) return n;  // only the access line reads the rest
@@ -321,8 +339,6 @@ RequestNote Connection::note_of(const Request* req, rt::TimePoint started) {
   n.parsed = true;
   n.version = req->version();
   // Only as much of each field as its access-log budget can show (access_log.hpp).
-  std::string& text = work_->notes;
-  if (work_->outgoing_count == 0) text.clear();  // no response in flight reads it
   n.text_at = static_cast<uint32_t>(text.size());
   auto add = [&text](std::string_view s, std::size_t budget) {
     s = s.substr(0, budget + 1);

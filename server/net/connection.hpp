@@ -20,14 +20,21 @@
 // bytes. A failed or timed-out handshake closes quietly; a closing connection sends
 // close_notify with its last response.
 //
+// HTTP/2 (connection_h2.cpp): a TLS connection whose ALPN chose "h2", or a plain one that
+// opens with the client preface when server.h2c is on, is handed to an H2Session for the
+// rest of its life, on this fiber (it keeps its fiber and working state while it idles, up
+// to http2.idle_timeout); drain() then wakes the session, which sends GOAWAY and finishes
+// its streams.
+//
 // Threads: the fiber owns everything here; shutdown (another fiber) only calls drain() and
-// cancel(), which touch the atomic idle flag and the cancel token.
+// cancel(), which touch the atomic flags and the cancel tokens.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include <netinet/in.h>
@@ -37,6 +44,7 @@
 #include "runtime/cancel.hpp"
 #include "runtime/clock.hpp"
 #include "server/files/file_entry.hpp"
+#include "server/h2/session.hpp"
 #include "server/net/response_writer.hpp"
 #include "server/net/server_context.hpp"
 #include "server/tls/tls_stream.hpp"
@@ -52,7 +60,7 @@ const char* format_peer(const sockaddr_storage& peer, PeerText& out);
 /// What a listener serves: the site (static files), or the metrics endpoint.
 enum class Site : std::uint8_t { files, metrics };
 
-class Connection final : private ResponseWriter::Owner {
+class Connection final : private ResponseWriter::Owner, private H2Service {
  public:
   /// Takes ownership of the accepted socket `fd` from `peer` to serve `site` (over TLS with
   /// ctx.tls's certificates when `tls`), in a slot the caller took for it (ctx.slots.take()),
@@ -95,6 +103,17 @@ class Connection final : private ResponseWriter::Owner {
   void acquire_work();
   void release_work();
   bool serve(const Request& req);
+  // The answer of the site (or the metrics) to `req`, with its views into `work`.
+  Reply decide(const Request& req, ConnectionWork& work);
+  // HTTP/2 (connection_h2.cpp): with the client preface when h2c is on, nullopt when the
+  // connection speaks HTTP/1.1; serve_h2 runs the session on what came (`first`) and after.
+  std::optional<Outcome> sniff_h2c();
+  Outcome serve_h2(std::span<const char> first);
+  Reply answer(const Request& req, ConnectionWork& work) override;
+  RequestNote note(const Request* req, rt::TimePoint started, std::string& text) override;
+  int64_t read_file(const FileEntry& file, char* into, std::size_t len, uint64_t offset) override;
+  void finished(int status, uint64_t body_sent, const RequestNote& note,
+                std::string_view notes) override;
   // Answers `status` without a parsed request (503, 408, a malformed one) and closes.
   void fail_and_close(int status);
   RequestNote note_of(const Request* req, rt::TimePoint started);
@@ -116,6 +135,8 @@ class Connection final : private ResponseWriter::Owner {
   PeerText peer_ = "-";
   rt::CancelToken token_;
   std::atomic<bool> idle_{false};
+  std::atomic<bool> h2_{false};  // an H2Session serves it: drain() cancels wake_
+  rt::CancelToken wake_;         // the session's wait for the client, ended by a drain
   rt::ReadyWait ready_;
   unsigned requests_ = 0;
   std::size_t have_ = 0;  // bytes in the read area (0 whenever idle)

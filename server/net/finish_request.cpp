@@ -29,7 +29,9 @@ void describe(const ServerContext& ctx, const RequestNote& n, std::string_view n
   };
   rec.method = take(n.method_len);
   rec.target = take(n.target_len);
-  rec.protocol = n.version == Version::http_1_0 ? "HTTP/1.0" : "HTTP/1.1";
+  rec.protocol = n.version == Version::http_1_0 ? "HTTP/1.0"
+                 : n.version == Version::http_2 ? "HTTP/2.0"
+                                                : "HTTP/1.1";
   rec.referer = take(n.referer_len);
   rec.user_agent = take(n.agent_len);
 }

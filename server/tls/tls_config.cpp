@@ -14,6 +14,7 @@ TlsSettings tls_settings(const Config& c) {
   for (const auto& k : c.tls_session_ticket_keys) s.session_ticket_keys.push_back(k.string());
   s.stapling_file = c.tls_stapling_file.string();
   s.ktls = c.tls_ktls;
+  s.http2 = c.http2;
   return s;
 }
 

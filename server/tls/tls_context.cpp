@@ -209,6 +209,33 @@ bool set_session_context(SSL_CTX* ctx, std::string& error) {
   return true;
 }
 
+// ALPN's choice (RFC 7301) among `ours` (wire format), the server's order first; a client
+// that offers none of them gets no ALPN and speaks HTTP/1.1, as before ALPN.
+int select_from(const unsigned char* ours, unsigned ours_len, const unsigned char** out,
+                unsigned char* out_len, const unsigned char* in, unsigned in_len) {
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, out_len, ours, ours_len, in, in_len) !=
+      OPENSSL_NPN_NEGOTIATED) {
+    return SSL_TLSEXT_ERR_NOACK;
+  }
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+// server.http2 on: "h2", then "http/1.1".
+int select_h2(SSL*, const unsigned char** out, unsigned char* out_len, const unsigned char* in,
+              unsigned in_len, void*) {
+  static const unsigned char kBoth[] = "\x02h2\x08http/1.1";
+  return select_from(kBoth, sizeof kBoth - 1, out, out_len, in, in_len);
+}
+
+// server.http2 off: "http/1.1" alone.
+int select_http11(SSL*, const unsigned char** out, unsigned char* out_len, const unsigned char* in,
+                  unsigned in_len, void*) {
+  static const unsigned char kHttp11[] = "\x08http/1.1";
+  return select_from(kHttp11, sizeof kHttp11 - 1, out, out_len, in, in_len);
+}
+
 // Returns a configured server context, or nullptr with `error` set; what it points to and the
 // notes on files loaded anyway go to `extras`.
 SSL_CTX* build(const TlsSettings& s, std::string& error, TlsContext::Extras& extras) {
@@ -220,6 +247,7 @@ SSL_CTX* build(const TlsSettings& s, std::string& error, TlsContext::Extras& ext
   }
   // Released buffers keep an idle TLS connection near a plain one's memory (as NGINX).
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_alpn_select_cb(ctx, s.http2 ? select_h2 : select_http11, nullptr);
   if (s.session_cache == 0) {
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   } else {

@@ -38,6 +38,8 @@ struct TlsSettings {
   std::string stapling_file;
   // Whether sessions ask the kernel to take over their records (kTLS) after the handshake.
   KernelTls ktls = KernelTls::automatic;
+  // ALPN: "h2" then "http/1.1" (server.http2), else "http/1.1" alone.
+  bool http2 = true;
 };
 
 /// The server's TLS contexts: a default one and, by server name, the virtual hosts' own.

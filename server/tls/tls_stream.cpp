@@ -461,6 +461,13 @@ const char* TlsStream::protocol() const {
   return ssl_ ? SSL_get_version(ssl_) : "";
 }
 
+std::string_view TlsStream::alpn() const {
+  const unsigned char* p = nullptr;
+  unsigned len = 0;
+  if (ssl_) SSL_get0_alpn_selected(ssl_, &p, &len);
+  return p ? std::string_view(reinterpret_cast<const char*>(p), len) : std::string_view{};
+}
+
 const char* TlsStream::server_name() const {
   return ssl_ ? SSL_get_servername(ssl_, TLSEXT_NAMETYPE_host_name) : nullptr;
 }

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include <sys/uio.h>
@@ -102,6 +103,9 @@ class TlsStream {
 
   /// Returns the negotiated version ("TLSv1.3"), valid after the handshake.
   const char* protocol() const;
+
+  /// Returns the protocol ALPN chose ("h2", "http/1.1"), empty when none, after the handshake.
+  std::string_view alpn() const;
 
   /// Returns the name the client asked for (SNI), or nullptr.
   const char* server_name() const;
