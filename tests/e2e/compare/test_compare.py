@@ -104,14 +104,16 @@ class CompareQuick(unittest.TestCase):
 class CompareRepeatedWithAFleet(unittest.TestCase):
     """--clients 2: each measurement is two weft-load instances of one test, merged; the
     merged report is read as a single one. --repeat 2: every rate twice, the servers
-    alternated, the order reversed the second time; medians with their spread."""
+    alternated, the order reversed the second time; medians with their spread. All of it
+    over HTTPS and HTTP/2 (--tls --http2): each session one connection, its calls streams."""
 
     def test_two_instances_merged_per_measurement_each_rate_twice(self):
         tmp = tempfile.mkdtemp(prefix="weft-compare-fleet-")
         self.addCleanup(shutil.rmtree, tmp, True)
         os.chmod(tmp, 0o755)
         out = os.path.join(tmp, "out")
-        r = compare("--quick", "--nginx-only", "--clients", "2", "--repeat", "2", "--fileset",
+        r = compare("--quick", "--nginx-only", "--tls", "--http2", "--streams", "4", "--clients",
+                    "2", "--repeat", "2", "--fileset",
                     os.path.join(tmp, "small"), "--out", out)
         self.assertEqual(r.returncode, 0, r.stderr[-4000:])
         with open(os.path.join(out, "runs.csv")) as f:
@@ -145,6 +147,8 @@ class CompareRepeatedWithAFleet(unittest.TestCase):
             with open(os.path.join(out, "loadgen", name)) as f:
                 j = json.load(f)
             self.assertEqual(j["clients"], {"of": 2, "indexes": [0, 1]}, name)
+            self.assertIn("--http2 --streams=4", j["test"])
+            self.assertEqual(j["tls"]["handshakes"], j["connections"]["total"], name)
             merged += 1
         self.assertEqual(parts, 2 * merged)
 
@@ -156,7 +160,7 @@ class CompareUsage(unittest.TestCase):
         for args in (["--server-cores", "0", "--load-cores", "0"],
                      ["--server-cores", "0-1", "--load-cores", "0-1", "--server-cpu", "0"],
                      ["--servers", "apache"],
-                     ["--rates", "5:1:1"], ["--calls", "3..1"], ["--clients", "0"]):
+                     ["--rates", "5:1:1"], ["--calls", "3..1"], ["--clients", "0"], ["--http2"]):
             r = compare(*args, timeout=30)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
 

@@ -11,6 +11,8 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from weft_harness import BACKENDS, WeftServer  # noqa: E402
 from loadgen_harness import (NGINX, NginxServer, free_port, read_access_log,  # noqa: E402
                              run_load, wait_for_port)
 
@@ -97,6 +99,59 @@ class WeftLoadOverHttp2(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.describe())
         self.assertEqual(run.errors()["other"], 5, run.describe())
         self.assertIn("did not choose h2", run.describe())
+
+
+class WeftLoadOverHttp2AgainstWeft(unittest.TestCase):
+    """The same against weft itself: h2 by ALPN over TLS, and h2c with server.h2c on, on both
+    backends; every stream answered, as weft's access log counts them."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="weft-load-h2-weft-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = os.path.join(self.tmp, "www")
+        os.makedirs(self.root)
+        with open(os.path.join(self.root, "f10k"), "wb") as f:
+            f.write(bytes(i % 251 for i in range(10_000)))
+        self.cert, self.key = (os.path.join(self.tmp, n) for n in ("cert.pem", "key.pem"))
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj",
+                        "/CN=localhost", "-keyout", self.key, "-out", self.cert],
+                       check=True, capture_output=True)
+
+    def serve(self, backend, tls):
+        log = os.path.join(tempfile.mkdtemp(dir=self.tmp), "access.log")
+        port = free_port()
+        settings = {"log": {"access_log": log, "level": "warn"}}
+        if tls:
+            settings["server"] = {"listen_tls": ["127.0.0.1:%d" % port]}
+            settings["tls"] = {"certificate": self.cert, "key": self.key}
+        else:
+            settings["server"] = {"h2c": True}
+        srv = WeftServer(self.root, backend, settings=settings)
+        srv.start()
+        self.addCleanup(srv.cleanup)
+        return srv, (port if tls else srv.port), log
+
+    def test_streams_against_weft(self):
+        for backend in BACKENDS:
+            for tls in (True, False):
+                with self.subTest(backend=backend, tls=tls):
+                    srv, port, log = self.serve(backend, tls)
+                    run = run_load(["--server", "127.0.0.1", "--port", port, "--uri", "/f10k",
+                                    "--rate", 200, "--num-conns", 40, "--num-calls", "1..6",
+                                    "--timeout", 5, "--http2", "--streams", 4, "--backend",
+                                    backend] + (["--tls"] if tls else []))
+                    self.assertEqual(run.returncode, 0, run.describe())
+                    j = run.json
+                    self.assertEqual(j["errors"]["total"], 0, run.describe())
+                    replies = j["replies"]["status"]["2xx"]
+                    self.assertEqual(j["replies"]["total"], replies, run.describe())
+                    self.assertEqual(j["replies"]["bytes"]["content"], replies * 10_000)
+                    self.assertEqual(srv.stop(), 0)
+                    requests, body = read_access_log(log)
+                    self.assertEqual((requests, body), (replies, replies * 10_000))
+                    with open(log) as f:
+                        self.assertTrue(all('"GET /f10k HTTP/2.0" 200' in x for x in f))
 
 
 if __name__ == "__main__":
