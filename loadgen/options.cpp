@@ -353,33 +353,8 @@ std::optional<std::vector<double>> parse_sweep(const std::string& text, std::str
   return rates;
 }
 
-OptionsParse parse_options(int argc, const char* const* argv) {
-  Options o;
-  Raw raw;
-  CLI::App app{"weft-load: an httperf-style open-loop HTTP load generator", "weft-load"};
-  app.set_version_flag("-V,--version", std::string{"weft-load "} + kWeftVersion);
-  app.footer(
-      "Sessions start on a schedule that never waits for the server (open loop). With "
-      "--max-conns N, a session due while N connections are open fails at once as fd-unavail. "
-      "Usage errors exit with status 2.");
-
-  // httperf's options.
-  app.add_option("--server", o.server, "host name or address of the server")->capture_default_str();
-  app.add_option("--port", o.port, "server port")->capture_default_str();
-  app.add_option("--uri", raw.uri, "the URI every call asks for (default /)");
-  app.add_option("--method", o.workload.method, "request method")->capture_default_str();
-  app.add_option("--rate", raw.rate, "sessions started per second (0: one after another)");
-  app.add_option("--period", raw.period,
-                 "[d|u|e]T1[,T2]: fixed, uniform [T1,T2) or exponential (Poisson) gaps, seconds");
-  app.add_option("--num-conns", raw.num_conns, "sessions (connections) to start (default 1)");
-  app.add_option("--num-calls", raw.num_calls,
-                 "calls per connection, kept alive (default 1); MIN..MAX: drawn per session");
-  app.add_option("--timeout", o.timeout_s, "seconds without progress before a call fails");
-  app.add_option("--wlog", raw.wlog, "B,FILE: URIs from FILE (NUL-separated); B=y wraps around");
-  app.add_option("--wsesslog", raw.wsesslog,
-                 "N,X,FILE: N sessions from httperf session log FILE, default think time X");
-  app.add_flag("--hog", o.hog, "accepted for httperf compatibility; no effect");
-
+// Declares weft-load's own options (beside httperf's) on `app`, filling `o` and `raw`.
+static void add_weft_load_options(CLI::App& app, Options& o, Raw& raw) {
   // weft-load's options.
   app.add_option("--zipf", raw.zipf, "Zipf exponent S of file popularity (needs --files)");
   app.add_option("--files", raw.files, "file-set manifest to draw URIs from (needs --zipf)");
@@ -416,6 +391,36 @@ OptionsParse parse_options(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_flag("--no-clock-check{false}", o.clock_check,
                "--start-at trusts the clock unchecked (instances on one machine)");
+}
+
+OptionsParse parse_options(int argc, const char* const* argv) {
+  Options o;
+  Raw raw;
+  CLI::App app{"weft-load: an httperf-style open-loop HTTP load generator", "weft-load"};
+  app.set_version_flag("-V,--version", std::string{"weft-load "} + kWeftVersion);
+  app.footer(
+      "Sessions start on a schedule that never waits for the server (open loop). With "
+      "--max-conns N, a session due while N connections are open fails at once as fd-unavail. "
+      "Usage errors exit with status 2.");
+
+  // httperf's options.
+  app.add_option("--server", o.server, "host name or address of the server")->capture_default_str();
+  app.add_option("--port", o.port, "server port")->capture_default_str();
+  app.add_option("--uri", raw.uri, "the URI every call asks for (default /)");
+  app.add_option("--method", o.workload.method, "request method")->capture_default_str();
+  app.add_option("--rate", raw.rate, "sessions started per second (0: one after another)");
+  app.add_option("--period", raw.period,
+                 "[d|u|e]T1[,T2]: fixed, uniform [T1,T2) or exponential (Poisson) gaps, seconds");
+  app.add_option("--num-conns", raw.num_conns, "sessions (connections) to start (default 1)");
+  app.add_option("--num-calls", raw.num_calls,
+                 "calls per connection, kept alive (default 1); MIN..MAX: drawn per session");
+  app.add_option("--timeout", o.timeout_s, "seconds without progress before a call fails");
+  app.add_option("--wlog", raw.wlog, "B,FILE: URIs from FILE (NUL-separated); B=y wraps around");
+  app.add_option("--wsesslog", raw.wsesslog,
+                 "N,X,FILE: N sessions from httperf session log FILE, default think time X");
+  app.add_flag("--hog", o.hog, "accepted for httperf compatibility; no effect");
+
+  add_weft_load_options(app, o, raw);
 
   OptionsParse result;
   try {
