@@ -28,18 +28,19 @@ install(CODE "
   include(\"${PROJECT_SOURCE_DIR}/cmake/WeftInstallLayout.cmake\")
 ")
 
-# The .deb: `cpack -G DEB` in a build folder (scripts/package.sh). The binaries link these
-# Debian 12 libraries (ldd); the maintainer scripts add the weft system user and enable the
-# unit the usual way; /etc/weft/weft.toml is a conffile, so an upgrade keeps local edits.
+# The .deb: `cpack -G DEB` in a build folder (scripts/package.sh). The maintainer scripts add
+# the weft system user and enable the unit the usual way; /etc/weft/weft.toml is a conffile, so an upgrade keeps local edits.
 set(CPACK_PACKAGE_NAME weft)
 set(CPACK_PACKAGE_VENDOR "weft")
 set(CPACK_PACKAGE_CONTACT "weft maintainers <weft@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "static HTTP/1.1 file server on an M:N io_uring runtime")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "static HTTP/1.1 and HTTP/2 file server on an M:N io_uring runtime")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION httpd)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "liburing2 (>= 2.3), libspdlog1.10, libfmt9, libtomlplusplus3, libssl3, libstdc++6, libgcc-s1, adduser")
+# The libraries come from dpkg-shlibdeps reading what the binaries link (a hand-kept list
+# fell behind once: libnghttp2 was linked but not depended on, and the package did not run).
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "media-types")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/deploy/debian/conffiles

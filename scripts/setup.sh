@@ -10,6 +10,7 @@ set -euo pipefail
 # Build: compiler, CMake, and the libraries the weft binary links.
 BUILD_PKGS=(
   g++ cmake ninja-build pkg-config make
+  dpkg-dev              # dpkg-shlibdeps: the .deb's library dependencies (scripts/package.sh)
   liburing-dev          # io_uring (runtime/)
   node-llhttp           # llhttp C sources, built as a static library (server/)
   libspdlog-dev libfmt-dev
