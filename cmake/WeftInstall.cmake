@@ -39,7 +39,7 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION httpd)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "liburing2 (>= 2.3), libspdlog1.10, libfmt9, libtomlplusplus3, libssl3, libstdc++6, libgcc-s1, adduser")
+    "liburing2 (>= 2.3), libspdlog1.10, libfmt9, libtomlplusplus3, libssl3, libzstd1, libbrotli1, zlib1g, libstdc++6, libgcc-s1, adduser")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "media-types")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/deploy/debian/conffiles

@@ -15,6 +15,7 @@ BUILD_PKGS=(
   libspdlog-dev libfmt-dev
   libtomlplusplus-dev libcli11-dev
   libssl-dev            # TLS (server/tls/): OpenSSL 3, as Debian's NGINX
+  libzstd-dev libbrotli-dev zlib1g-dev   # compression on the fly (server/compress/)
 )
 # Build of the test suite and benchmark programs, and the MIME fallback the tests see.
 TEST_BUILD_PKGS=(
@@ -27,7 +28,7 @@ TEST_BUILD_PKGS=(
 # libFuzzer targets (scripts/fuzz.sh); llvm-14 brings llvm-symbolizer, which clang's
 # sanitizers need to name the functions in a crash report.
 TEST_PKGS=(
-  curl openssl python3 python3-yaml clang libclang-rt-14-dev llvm-14 procps iproute2
+  curl openssl python3 python3-yaml python3-brotli python3-zstandard clang libclang-rt-14-dev llvm-14 procps iproute2
   debootstrap           # the package test installs the .deb into a fresh Debian root
 )
 # Benchmarks and comparisons: the peers and the clients that measure them.

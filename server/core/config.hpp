@@ -201,6 +201,30 @@ struct Config {
   std::filesystem::path tls_stapling_file;
   KernelTls tls_ktls = KernelTls::automatic;
 
+  // [compression]: responses compressed on the fly, once per file and coding (compress/)
+  bool compression = true;
+  std::vector<std::string> compression_types{
+      "text/*",
+      "application/javascript",
+      "application/json",
+      "application/xml",
+      "application/wasm",
+      "image/svg+xml",
+      "font/ttf",
+      "font/otf",
+      "font/collection",
+      "font/sfnt",
+      "application/vnd.ms-fontobject"};                     // "type/*" or exact, no parameters
+  std::size_t compression_min_size = 256;                   // smaller files are sent as they are
+  std::size_t compression_max_file_size = 4 * 1024 * 1024;  // larger ones too
+  std::vector<std::string> compression_codecs{"zstd", "br", "gzip"};  // the server's order
+  unsigned compression_zstd_level = 19;
+  unsigned compression_br_level = 11;
+  unsigned compression_gzip_level = 9;
+  std::size_t compression_cache_size = 64 * 1024 * 1024;  // compressed bytes kept, LRU
+  unsigned compression_workers = 1;      // threads that compress (never the processors)
+  unsigned compression_max_queued = 64;  // compressions waiting for a worker; more: none
+
   // [metrics]
   bool metrics = false;
   ListenAddress metrics_listen{"127.0.0.1", 9100, false};

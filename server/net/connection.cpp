@@ -253,6 +253,7 @@ bool Connection::serve(const Request& req) {
   Reply reply = site_ == Site::metrics ? handle_metrics(ctx_.metrics.get(), req, *work_)
                                        : handle_static(ctx_.site_for(req), req, *work_, peer_);
   note.site = reply.site;
+  note.coding = reply.encoding;
   return writer_.write(reply, &req, close, note) && !close;
 }
 

@@ -1,0 +1,84 @@
+#include "server/compress/compressed_cache.hpp"
+
+#include <mutex>
+
+namespace weft::http {
+
+CompressedCache::Found CompressedCache::find(const void* scope, const FileEntry& file,
+                                             ContentCoding coding, bool claim, FileRef& out) {
+  const KeyView key = key_of(scope, file, coding);
+  const Version version = version_of(file);
+  std::lock_guard g(lock_);
+  auto it = map_.find(key);
+  if (it != map_.end() && it->second.version != version && !it->second.pending) {
+    // The fd cache has a newer (or older) file under this identity: never send this one.
+    erase_locked(it);
+    stale_.fetch_add(1, std::memory_order_relaxed);
+    it = map_.end();
+  }
+  if (it == map_.end()) {
+    if (!claim) return Found::absent;
+    Record r;
+    r.version = version;
+    auto [ins, ok] = map_.emplace(Key{key.scope, std::string(key.path), key.coding}, std::move(r));
+    lru_.push_front(&ins->first);
+    ins->second.lru = lru_.begin();
+    entries_.fetch_add(1, std::memory_order_relaxed);
+    return Found::claimed;
+  }
+  Record& r = it->second;
+  // A pending compression of another version: its result will be found stale; meanwhile,
+  // one compression per key.
+  if (r.pending) return Found::pending;
+  lru_.splice(lru_.begin(), lru_, r.lru);
+  if (!r.rep) return Found::useless;
+  out = r.rep;
+  return Found::ready;
+}
+
+void CompressedCache::store(const void* scope, const FileEntry& file, ContentCoding coding,
+                            FileRef rep) {
+  std::lock_guard g(lock_);
+  auto it = map_.find(key_of(scope, file, coding));
+  if (it == map_.end() || !it->second.pending) return;  // not claimed: nothing to end
+  Record& r = it->second;
+  const std::size_t cost = rep ? rep->size : kUselessCost;
+  if (cost > max_bytes_) {
+    erase_locked(it);
+    return;
+  }
+  r.pending = false;
+  r.rep = std::move(rep);
+  r.cost = cost;
+  bytes_.fetch_add(cost, std::memory_order_relaxed);
+  evict_locked();
+}
+
+void CompressedCache::drop(const void* scope, const FileEntry& file, ContentCoding coding) {
+  std::lock_guard g(lock_);
+  auto it = map_.find(key_of(scope, file, coding));
+  if (it != map_.end() && it->second.pending) erase_locked(it);
+}
+
+void CompressedCache::erase_locked(Map::iterator it) {
+  bytes_.fetch_sub(it->second.cost, std::memory_order_relaxed);
+  entries_.fetch_sub(1, std::memory_order_relaxed);
+  lru_.erase(it->second.lru);
+  map_.erase(it);  // the representation lives on in the responses that still send it
+}
+
+void CompressedCache::evict_locked() {
+  // From the least recently used end; pending records (no cost yet) are passed over.
+  auto at = lru_.end();
+  while (bytes_.load(std::memory_order_relaxed) > max_bytes_ && at != lru_.begin()) {
+    --at;
+    auto it = map_.find(**at);
+    if (it->second.pending) continue;
+    auto next = std::next(at);
+    erase_locked(it);
+    evictions_.fetch_add(1, std::memory_order_relaxed);
+    at = next;
+  }
+}
+
+}  // namespace weft::http
