@@ -3,12 +3,16 @@ by a real decoder (Python's zlib, brotli, zstandard; curl --compressed) byte-ide
 file; q-values; Vary and a strong ETag per coding; 304 and If-Range per representation; Range
 over the compressed bytes; HEAD; a file changed while its compressed copy is cached; one
 compression for many concurrent first requests; the cache's byte bound; f.zst and RFC 9659's
-window. The first request for a representation gets identity while a worker compresses, so
+window; HTTPS decoded by curl. The first request for a representation gets identity while a
+worker compresses, so
 the tests poll (bounded in count and time) until the response is compressed."""
 
 import os
 import random
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -382,6 +386,41 @@ class Precompressed(Compression):
             self.fail("no log line about the window")
 
 
+class Https(Compression):
+    """The same representations over TLS, decoded by curl (a self-signed ECDSA certificate)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tls_dir = tempfile.mkdtemp(prefix="weft-comp-tls-")
+        cert, key = (os.path.join(cls.tls_dir, n) for n in ("c.pem", "k.pem"))
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "2", "-subj", "/CN=localhost"], check=True, capture_output=True)
+        cls.tls_port = free_port()
+        cls.settings = {"server": {"listen_tls": ["127.0.0.1:%d" % cls.tls_port]},
+                        "tls": {"certificate": cert, "key": key}}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            shutil.rmtree(cls.tls_dir, ignore_errors=True)
+
+    def test_codings_over_tls(self):
+        url = "https://127.0.0.1:%d/app.js" % self.tls_port
+        for coding in ("br", "gzip", "zstd"):
+            with self.subTest(coding=coding):
+                self.poll_coded("/app.js", coding)  # made once, whichever listener asked
+                out = subprocess.run(["curl", "-sSk", "-D", "-", "-o", "-", "--max-time", "10",
+                                      "-H", "Accept-Encoding: " + coding, url],
+                                     capture_output=True, check=True).stdout
+                head, _, body = out.partition(b"\r\n\r\n")
+                self.assertIn(b"\r\ncontent-encoding: " + coding.encode(), head.lower())
+                self.assertEqual(DECODERS[coding](body), APP)
+
+
 class Off(Compression):
     settings = {"compression": {"enabled": False}}
 
@@ -395,7 +434,7 @@ class Off(Compression):
         self.assertEqual((r.status, r.body), (200, APP))
 
 
-per_backend(globals(), On, Bounded, Precompressed, Off)
+per_backend(globals(), On, Bounded, Precompressed, Https, Off)
 
 if __name__ == "__main__":
     unittest.main()
