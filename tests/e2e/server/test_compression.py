@@ -4,8 +4,8 @@ file; q-values; Vary and a strong ETag per coding; 304 and If-Range per represen
 over the compressed bytes; HEAD; a file changed while its compressed copy is cached; one
 compression for many concurrent first requests; the cache's byte bound; f.zst and RFC 9659's
 window; HTTPS decoded by curl. The first request for a representation gets identity while a
-worker compresses, so
-the tests poll (bounded in count and time) until the response is compressed."""
+worker compresses, so the tests poll (bounded in count and time) until the response is
+compressed."""
 
 import os
 import random
