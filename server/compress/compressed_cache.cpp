@@ -8,11 +8,12 @@ CompressedCache::Found CompressedCache::find(const void* scope, const FileEntry&
                                              ContentCoding coding, bool claim, FileRef& out) {
   const KeyView key = key_of(scope, file, coding);
   const Version version = version_of(file);
+  rt::WaitList none;  // a record that is not pending has no waiters
   std::lock_guard g(lock_);
   auto it = map_.find(key);
   if (it != map_.end() && it->second.version != version && !it->second.pending) {
     // The fd cache has a newer (or older) file under this identity: never send this one.
-    erase_locked(it);
+    erase_locked(it, none);
     stale_.fetch_add(1, std::memory_order_relaxed);
     it = map_.end();
   }
@@ -38,29 +39,52 @@ CompressedCache::Found CompressedCache::find(const void* scope, const FileEntry&
 
 void CompressedCache::store(const void* scope, const FileEntry& file, ContentCoding coding,
                             FileRef rep) {
-  std::lock_guard g(lock_);
-  auto it = map_.find(key_of(scope, file, coding));
-  if (it == map_.end() || !it->second.pending) return;  // not claimed: nothing to end
-  Record& r = it->second;
-  const std::size_t cost = rep ? rep->size : kUselessCost;
-  if (cost > max_bytes_) {
-    erase_locked(it);
-    return;
+  rt::WaitList wake;
+  {
+    std::lock_guard g(lock_);
+    auto it = map_.find(key_of(scope, file, coding));
+    if (it == map_.end() || !it->second.pending) return;  // not claimed: nothing to end
+    Record& r = it->second;
+    const std::size_t cost = rep ? rep->size : kUselessCost;
+    if (cost > max_bytes_) {
+      erase_locked(it, wake);
+    } else {
+      r.pending = false;
+      r.rep = std::move(rep);
+      r.cost = cost;
+      wake = r.waiters.take_all();
+      bytes_.fetch_add(cost, std::memory_order_relaxed);
+      evict_locked();
+    }
   }
-  r.pending = false;
-  r.rep = std::move(rep);
-  r.cost = cost;
-  bytes_.fetch_add(cost, std::memory_order_relaxed);
-  evict_locked();
+  wake.wake_all();
 }
 
 void CompressedCache::drop(const void* scope, const FileEntry& file, ContentCoding coding) {
-  std::lock_guard g(lock_);
-  auto it = map_.find(key_of(scope, file, coding));
-  if (it != map_.end() && it->second.pending) erase_locked(it);
+  rt::WaitList wake;
+  {
+    std::lock_guard g(lock_);
+    auto it = map_.find(key_of(scope, file, coding));
+    if (it != map_.end() && it->second.pending) erase_locked(it, wake);
+  }
+  wake.wake_all();
 }
 
-void CompressedCache::erase_locked(Map::iterator it) {
+void CompressedCache::wait_pending(const void* scope, const FileEntry& file, ContentCoding coding) {
+  rt::Waiter w;
+  {
+    std::lock_guard g(lock_);
+    auto it = map_.find(key_of(scope, file, coding));
+    if (it == map_.end() || !it->second.pending) return;
+    it->second.waiters.push_back(&w);
+  }
+  // No timeout: every claim ends in store() or drop(), which wake the list (the workers
+  // end each job so, and the Compressor drops what it never ran).
+  w.wait();
+}
+
+void CompressedCache::erase_locked(Map::iterator it, rt::WaitList& wake) {
+  wake = it->second.waiters.take_all();
   bytes_.fetch_sub(it->second.cost, std::memory_order_relaxed);
   entries_.fetch_sub(1, std::memory_order_relaxed);
   lru_.erase(it->second.lru);
@@ -75,7 +99,8 @@ void CompressedCache::evict_locked() {
     auto it = map_.find(**at);
     if (it->second.pending) continue;
     auto next = std::next(at);
-    erase_locked(it);
+    rt::WaitList none;  // not pending: no waiters
+    erase_locked(it, none);
     evictions_.fetch_add(1, std::memory_order_relaxed);
     at = next;
   }

@@ -29,6 +29,7 @@
 #include <unordered_map>
 
 #include "runtime/spinlock.hpp"
+#include "runtime/waiter.hpp"
 #include "server/files/file_entry.hpp"
 #include "server/http/accept_encoding.hpp"
 
@@ -68,6 +69,11 @@ class CompressedCache {
   /// or was not run): the next lookup may claim it again.
   void drop(const void* scope, const FileEntry& file, ContentCoding coding);
 
+  /// Parks the calling fiber until the pending record of (`scope`, `file`, `coding`) ends
+  /// (stored, useless or dropped); returns at once when there is none pending. For a client
+  /// that refuses identity: every other request is answered without waiting.
+  void wait_pending(const void* scope, const FileEntry& file, ContentCoding coding);
+
   /// Returns the bytes held (ready representations and useless records).
   std::size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   /// Returns the records held, pending ones included.
@@ -91,8 +97,8 @@ class CompressedCache {
     using is_transparent = void;
     template <typename Text>
     std::size_t operator()(const BasicKey<Text>& k) const {
-      return std::hash<std::string_view>{}(k.path) * 31 +
-             std::hash<const void*>{}(k.scope) * 7 + static_cast<unsigned>(k.coding);
+      return std::hash<std::string_view>{}(k.path) * 31 + std::hash<const void*>{}(k.scope) * 7 +
+             static_cast<unsigned>(k.coding);
     }
   };
   struct KeyEqual {
@@ -112,7 +118,8 @@ class CompressedCache {
     Version version;
     FileRef rep;  // ready: the representation; else empty
     bool pending = true;
-    std::size_t cost = 0;          // what it counts in bytes_
+    rt::WaitList waiters;  // fibers in wait_pending(), woken when the record stops pending
+    std::size_t cost = 0;  // what it counts in bytes_
     std::list<const Key*>::iterator lru;  // front: most recently used
   };
   using Map = std::unordered_map<Key, Record, KeyHash, KeyEqual>;
@@ -123,7 +130,8 @@ class CompressedCache {
   static Version version_of(const FileEntry& f) {
     return {f.dev, f.ino, f.size, f.mtime, f.mtime_ns, f.ctime, f.ctime_ns};
   }
-  void erase_locked(Map::iterator it);
+  // Erases `it`, moving its waiters to `wake` (woken by the caller once the lock is released).
+  void erase_locked(Map::iterator it, rt::WaitList& wake);
   void evict_locked();
 
   const std::size_t max_bytes_;

@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,9 @@
 namespace weft::http {
 
 namespace {
+
+// The workers' nice value: picked, so that processors win the CPU from a compression.
+constexpr int kWorkerNice = 10;
 
 struct Job {
   const void* scope;  // the fd cache the file was found in (CompressedCache's key)
@@ -145,6 +149,9 @@ bool Compressor::Shared::enqueue(const std::shared_ptr<Shared>& s, Job job) {
 
 void Compressor::Shared::work(std::shared_ptr<Shared> s) {
   pthread_setname_np(pthread_self(), "weft-compress");  // for ps and top
+  // Below the processors: a long compression must not take their core away (on Linux a
+  // thread's nice value is its own). Best effort: a refusal leaves the default.
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kWorkerNice);
   std::unique_lock lock(s->mu);
   while (true) {
     ++s->idle;
@@ -186,7 +193,8 @@ void Compressor::Shared::run(const Job& job) {
     cache.store(job.scope, f, job.coding, {});  // useless: not tried again for this version
     return;
   }
-  cache.store(job.scope, f, job.coding, make_representation(f, job.coding, job.content_type, *out, ranges));
+  cache.store(job.scope, f, job.coding,
+              make_representation(f, job.coding, job.content_type, *out, ranges));
 }
 
 Compressor::Compressor(const Config& config)
@@ -208,7 +216,13 @@ Compressor::~Compressor() {
     dropped.swap(shared_->queue);
   }
   shared_->cv.notify_all();
+  // Claims never run end here, waking any fiber in wait_pending().
+  for (const Job& job : dropped) shared_->cache.drop(job.scope, *job.file, job.coding);
   // Running jobs end on their own, on the Shared they hold.
+}
+
+void Compressor::wait_pending(const void* scope, const FileRef& file, ContentCoding coding) {
+  shared_->cache.wait_pending(scope, *file, coding);
 }
 
 bool Compressor::eligible(const FileEntry& file) const {
@@ -230,8 +244,8 @@ bool Compressor::eligible(const FileEntry& file) const {
   return false;
 }
 
-Compressor::Outcome Compressor::find(const void* scope, const FileRef& file,
-                                     ContentCoding coding, bool start, FileRef& out) {
+Compressor::Outcome Compressor::find(const void* scope, const FileRef& file, ContentCoding coding,
+                                     bool start, FileRef& out) {
   switch (shared_->cache.find(scope, *file, coding, start, out)) {
     case CompressedCache::Found::ready:
       return Outcome::ready;

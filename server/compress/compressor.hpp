@@ -4,9 +4,11 @@
 // A cached one is returned at once; on a miss the first asker claims the key in the
 // CompressedCache and queues a job for the compression workers, and gets nothing (it sends
 // identity, or another representation), as does every request until the job has stored its
-// result: no request ever waits for a compression, and no processor ever runs one.
+// result: no request waits for a compression (but one whose client refuses identity, which
+// parks its fiber: wait_pending()), and no processor ever runs one.
 //
-// Workers: `compression.workers` threads, started on the first job, take jobs in order from
+// Workers: `compression.workers` threads (nice 10: below the processors), started on the
+// first job, take jobs in order from
 // a queue of at most `compression.max_queued` (a find() beyond that starts nothing). A job
 // reads the whole file (from the fd cache's bytes, else with pread on the worker), checks with
 // fstat that the file did not change while read (a changed file's job stores nothing), and
@@ -66,6 +68,11 @@ class Compressor {
   /// runs; useless when the coding does not shrink the file. Never waits.
   Outcome find(const void* scope, const FileRef& file, ContentCoding coding, bool start,
                FileRef& out);
+
+  /// Parks the calling fiber until the compression of `file` (from `scope`) in `coding`,
+  /// pending or queued, has ended; at once when none is. Only for a client that refuses
+  /// identity: nothing else ever waits for a compression.
+  void wait_pending(const void* scope, const FileRef& file, ContentCoding coding);
 
   /// Counts one response sent from a representation: `saved` bytes fewer than identity.
   void on_sent(uint64_t saved);

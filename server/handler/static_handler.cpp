@@ -150,16 +150,22 @@ bool choose_precompressed(const SiteContext& site, ConnectionWork& work, CodingW
   return false;
 }
 
+// What choose_on_the_fly() found besides a representation: whether the client accepts a
+// coding that is, or is being, made, and the coding being made for it, if any.
+struct OnTheFly {
+  bool acceptable = false;
+  std::optional<ContentCoding> pending;
+};
+
 // Sets `rep` to the representation of `file` compressed on the fly in the accepted coding of
 // higher weight (the server's order on a tie) that is cached, and starts the compression of
-// the best one that is not (compressor.hpp: never waits). Returns whether the client accepts
-// a coding that is, or is being, made (false: identity is all there is for it).
-bool choose_on_the_fly(const SiteContext& site, Compressor& comp, const CodingWeights& w,
-                       const FileRef& file, Representation& rep) {
+// the best one that is not (compressor.hpp: never waits).
+OnTheFly choose_on_the_fly(const SiteContext& site, Compressor& comp, const CodingWeights& w,
+                           const FileRef& file, Representation& rep) {
   const RankedCodings ranked = rank_codings(w, comp.codecs());
   // A file modified within this second may still be written: served, never compressed yet.
   bool start = file->mtime_strong;
-  bool acceptable = false;
+  OnTheFly found;
   for (std::size_t i = 0; i < ranked.count; ++i) {
     FileRef out;
     switch (comp.find(site.files.get(), file, ranked.codings[i], start, out)) {
@@ -171,11 +177,13 @@ bool choose_on_the_fly(const SiteContext& site, Compressor& comp, const CodingWe
         rep.compressed_by = &comp;
         rep.identity_size = file->size;
         rep.file = std::move(out);
-        return true;
+        return found;
       case Compressor::Outcome::started:
       case Compressor::Outcome::pending:
+        if (!found.pending) found.pending = ranked.codings[i];
+        [[fallthrough]];
       case Compressor::Outcome::not_started:
-        acceptable = true;
+        found.acceptable = true;
         start = false;  // one compression per request: the best coding's
         break;
       case Compressor::Outcome::useless:
@@ -183,7 +191,7 @@ bool choose_on_the_fly(const SiteContext& site, Compressor& comp, const CodingWe
     }
   }
   if (ranked.count > 0) comp.on_miss();
-  return acceptable;
+  return found;
 }
 
 // Chooses between `file`, its precompressed variants and its representations compressed on
@@ -203,10 +211,16 @@ Representation choose_representation(const SiteContext& site, const Request& req
       return rep;
     }
     if (comp) {
-      const bool acceptable = choose_on_the_fly(site, *comp, w, file, rep);
+      OnTheFly fly = choose_on_the_fly(site, *comp, w, file, rep);
       if (rep.file) return rep;
-      // A coding being made is acceptable: identity meanwhile, as to every client.
-      rep.not_acceptable = w.identity_refused && !acceptable;
+      if (w.identity_refused && fly.pending) {
+        // The one request that waits for a compression (its fiber, never its processor):
+        // its client takes no identity, and the coding it takes is being made.
+        comp->wait_pending(site.files.get(), file, *fly.pending);
+        fly = choose_on_the_fly(site, *comp, w, file, rep);
+        if (rep.file) return rep;
+      }
+      rep.not_acceptable = w.identity_refused && !fly.acceptable;
     }
   }
   rep.etag = file->etag.view();

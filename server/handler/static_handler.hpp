@@ -33,7 +33,8 @@
 // file's with "+zs", "+br" or "+gz" inside the quotes; preconditions and a single Range
 // apply to the compressed bytes, and every answer for such a file says "Vary:
 // Accept-Encoding". A client that refuses identity ("identity;q=0", "*;q=0") and accepts no
-// coding that can be made gets 406; one whose coding is being made gets identity meanwhile.
+// coding that can be made gets 406; one whose coding is being made waits for it (the only
+// request that waits for a compression; its fiber parks, its processor serves others).
 #pragma once
 
 #include <cstdint>

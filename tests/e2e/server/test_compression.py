@@ -184,6 +184,19 @@ class On(Compression):
                     self.assertEqual(r.body, APP)
                     self.assertEqual(r.header("ETag"), tag(len(APP)))
 
+    def test_identity_refused_waits_for_its_coding(self):
+        # The first request of a client that takes no identity: answered coded, after the
+        # worker made it (its fiber waited), never identity, never 406.
+        data = script(30, 700)
+        write(self.root, "strict.js", data)
+        r = self.get("/strict.js", [("Accept-Encoding", "identity;q=0, br")])
+        self.assertEqual(r.status, 200, r)
+        self.check_coded(r, data, "br")
+        # A client that takes identity is never held: a new file's first answer is identity.
+        write(self.root, "lenient.js", data)
+        r = self.get("/lenient.js", [("Accept-Encoding", "br")])
+        self.assertEqual((r.status, r.header("Content-Encoding"), r.body), (200, None, data))
+
     def test_uncompressible_responses_unchanged(self):
         # Too small, not a compressible type: no Vary, no coding, whatever is asked.
         for path, data in (("/tiny.txt", TINY), ("/img.png", PNG)):
@@ -196,6 +209,7 @@ class On(Compression):
 
     def test_incompressible_text_stays_identity(self):
         # The worker finds that gzip does not shrink random bytes, and remembers it.
+        self.wait_idle()  # what earlier tests started counts before
         before = self.metric("weft_compressions_total")
         r = self.get("/random.txt", [("Accept-Encoding", "gzip")])
         self.assertEqual((r.body, r.header("Vary")), (RANDOM, "Accept-Encoding"))
@@ -274,6 +288,7 @@ class On(Compression):
     def test_one_compression_for_concurrent_first_requests(self):
         data = script(20, 12000)  # ~600 KB: zstd -19 takes a while, the requests overlap it
         write(self.root, "burst.js", data)
+        self.wait_idle()
         before = self.metric("weft_compressions_total")
         request = b"GET /burst.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: zstd\r\n\r\n"
         clients = [RawClient(("127.0.0.1", self.srv.port), timeout=10) for _ in range(20)]
