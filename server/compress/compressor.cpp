@@ -226,8 +226,8 @@ void Compressor::wait_pending(const void* scope, const FileRef& file, ContentCod
 }
 
 bool Compressor::eligible(const FileEntry& file) const {
-  if (!enabled_ || codecs_.empty() || file.error || file.directory || !file.mtime_strong ||
-      file.size < min_size_ || file.size > max_file_size_) {
+  if (!enabled_ || codecs_.empty() || file.error || file.directory || file.size < min_size_ ||
+      file.size > max_file_size_) {
     return false;
   }
   std::string_view type = file.content_type.substr(0, file.content_type.find(';'));

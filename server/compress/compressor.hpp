@@ -17,9 +17,10 @@
 // no identity or precompressed tag ends so), and the file's type, so the response writer
 // sends it as any small cached file, a Range over the compressed bytes included.
 //
-// Eligible files: a regular file whose type is in compression.types, whose size is within
-// [min_size, max_file_size], and whose mtime is strong (FileEntry::mtime_strong: a file
-// modified within the current second may still be being written).
+// Eligible files (their answers vary): a regular file whose type is in compression.types and
+// whose size is within [min_size, max_file_size]. The handler starts a compression only for
+// one whose mtime is strong (FileEntry::mtime_strong: a file modified within the current
+// second may still be being written).
 //
 // Lifetime: the queue, the cache and the counters are shared with the workers; the
 // destructor drops the queued jobs and lets running ones finish on their own (detached), so
@@ -53,7 +54,7 @@ class Compressor {
   Compressor(const Compressor&) = delete;
   Compressor& operator=(const Compressor&) = delete;
 
-  /// Returns whether `file` may be compressed on the fly (enabled, type, size, stable mtime).
+  /// Returns whether `file` may be compressed on the fly (enabled, a codec, its type, size).
   bool eligible(const FileEntry& file) const;
 
   /// Returns the codecs compressed on the fly, in the server's order.
