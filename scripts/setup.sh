@@ -18,6 +18,7 @@ BUILD_PKGS=(
   nlohmann-json3-dev    # weft-load merge reads JSON reports back
   libssl-dev            # TLS (server/tls/): OpenSSL 3, as Debian's NGINX
   libnghttp2-dev        # HTTP/2 framing and HPACK (server/h2/): nghttp2 1.52
+  libzstd-dev libbrotli-dev zlib1g-dev   # compression on the fly (server/compress/)
 )
 # Build of the test suite and benchmark programs, and the MIME fallback the tests see.
 TEST_BUILD_PKGS=(
@@ -31,6 +32,7 @@ TEST_BUILD_PKGS=(
 # sanitizers need to name the functions in a crash report.
 TEST_PKGS=(
   curl openssl python3 python3-yaml clang
+  python3-brotli python3-zstandard   # tests decode br and zstd responses
   libclang-rt-14-dev llvm-14 procps iproute2
   python3-kubernetes    # the Kubernetes API's models: deploy/k8s checked against its schema
   debootstrap           # the package test installs the .deb into a fresh Debian root

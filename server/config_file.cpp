@@ -268,6 +268,58 @@ Rule tls_protocols() {
   return {apply, [](const Config& c) { return toml_list(c.tls_protocols); }};
 }
 
+// compression.codecs: the server's order, each of "zstd", "br", "gzip" at most once; empty:
+// none compressed on the fly.
+Rule compression_codecs() {
+  Apply apply = [](const toml::node& n, Config& c, const fs::path&) -> std::string {
+    const auto* arr = n.as_array();
+    if (!arr) return "must be an array such as [\"zstd\", \"br\", \"gzip\"]";
+    std::vector<std::string> out;
+    for (const auto& e : *arr) {
+      auto v = e.value_exact<std::string>();
+      if (!v || (*v != "zstd" && *v != "br" && *v != "gzip")) {
+        return fmt::format("\"{}\" is not a codec weft has (\"zstd\", \"br\", \"gzip\")",
+                           v ? *v : std::string{"(not a string)"});
+      }
+      if (std::find(out.begin(), out.end(), *v) != out.end()) {
+        return fmt::format("lists \"{}\" twice", *v);
+      }
+      out.push_back(*v);
+    }
+    c.compression_codecs = std::move(out);
+    return {};
+  };
+  return {apply, [](const Config& c) { return toml_list(c.compression_codecs); }};
+}
+
+// compression.types: media types without parameters, "type/subtype" or "type/*", lower case.
+Rule compression_types() {
+  Apply apply = [](const toml::node& n, Config& c, const fs::path&) -> std::string {
+    const auto* arr = n.as_array();
+    if (!arr) return "must be an array of media types such as \"text/*\"";
+    std::vector<std::string> out;
+    for (const auto& e : *arr) {
+      auto v = e.value_exact<std::string>();
+      const std::size_t slash = v ? v->find('/') : std::string::npos;
+      const bool ok = v && slash != std::string::npos && slash > 0 && slash + 1 < v->size() &&
+                      v->find('/', slash + 1) == std::string::npos &&
+                      std::all_of(v->begin(), v->end(), [](char ch) {
+                        return ch == '/' || (ascii::is_tchar(ch) && !(ch >= 'A' && ch <= 'Z'));
+                      });
+      if (!ok) {
+        return fmt::format(
+            "\"{}\" is not a lower-case media type (\"type/subtype\" or "
+            "\"type/*\", no parameters)",
+            v ? *v : std::string{"(not a string)"});
+      }
+      out.push_back(*v);
+    }
+    c.compression_types = std::move(out);
+    return {};
+  };
+  return {apply, [](const Config& c) { return toml_list(c.compression_types); }};
+}
+
 Rule single_listen(ListenAddress Config::*member) {
   return {[=](const toml::node& n, Config& c, const fs::path&) -> std::string {
             auto v = n.value_exact<std::string>();
@@ -506,6 +558,18 @@ std::vector<Field> cache_and_log_fields() {
       {"http2", "idle_timeout", duration(&Config::h2_idle_timeout, Millis{1}, Millis{86'400'000})},
       {"http2", "stalled_stream_timeout",
        duration(&Config::h2_stalled_stream_timeout, Millis{1}, Millis{86'400'000})},
+      {"compression", "enabled", boolean(&Config::compression)},
+      {"compression", "types", compression_types()},
+      {"compression", "min_size", size(&Config::compression_min_size, 0, std::size_t{1} << 30)},
+      {"compression", "max_file_size",
+       size(&Config::compression_max_file_size, 0, std::size_t{1} << 30)},
+      {"compression", "codecs", compression_codecs()},
+      {"compression", "zstd_level", integer(&Config::compression_zstd_level, 1, 19)},
+      {"compression", "br_level", integer(&Config::compression_br_level, 0, 11)},
+      {"compression", "gzip_level", integer(&Config::compression_gzip_level, 1, 9)},
+      {"compression", "cache_size", size(&Config::compression_cache_size, 0, std::size_t{1} << 40)},
+      {"compression", "workers", integer(&Config::compression_workers, 1, 256)},
+      {"compression", "max_queued", integer(&Config::compression_max_queued, 1, 1'000'000)},
 
       {"metrics", "enabled", boolean(&Config::metrics)},
       {"metrics", "listen", single_listen(&Config::metrics_listen)},

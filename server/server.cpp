@@ -402,6 +402,45 @@ void Server::remove_pid_file() {
   ::close(std::exchange(pid_fd_, -1));  // and the lock with it
 }
 
+void Server::add_compression_metrics() {
+  // Of the generation new connections go to: its compressor (a reload starts a new one, so
+  // these counters start again from 0 then, as after a restart).
+  auto read = [this](uint64_t Compressor::Stats::*member) {
+    return [this, member] {
+      CurrentContext::Pin pin(current_);
+      return static_cast<double>(pin.ctx().compressor->stats().*member);
+    };
+  };
+  using S = Compressor::Stats;
+  metrics_->add_counter("weft_compression_hits_total",
+                        "Responses sent from a representation compressed on the fly",
+                        read(&S::hits));
+  metrics_->add_counter("weft_compression_misses_total",
+                        "Responses sent as identity to a client accepting a coding weft "
+                        "compresses on the fly (none cached yet)",
+                        read(&S::misses));
+  metrics_->add_counter("weft_compression_saved_bytes_total",
+                        "Body bytes not sent thanks to compression on the fly (whole GETs)",
+                        read(&S::saved_bytes));
+  metrics_->add_counter("weft_compression_evictions_total",
+                        "Compressed representations dropped for compression.cache_size",
+                        read(&S::evictions));
+  metrics_->add_counter("weft_compression_stale_total",
+                        "Compressed representations dropped because their file changed",
+                        read(&S::stale));
+  metrics_->add_counter("weft_compressions_total", "Compressions run by the workers",
+                        read(&S::compressions));
+  metrics_->add_gauge("weft_compressions_running", "Compressions running now", read(&S::running));
+  metrics_->add_gauge("weft_compressions_queued", "Compressions waiting for a worker",
+                      read(&S::queued));
+  metrics_->add_gauge("weft_compression_cache_bytes",
+                      "Bytes of compressed representations held (compression.cache_size)",
+                      read(&S::cache_bytes));
+  metrics_->add_gauge("weft_compression_cache_entries",
+                      "Compressed representations held, being made included",
+                      read(&S::cache_entries));
+}
+
 void Server::add_gauges() {
   rt::Runtime& runtime = *runtime_;
   auto gauge = [this](const char* name, const char* help, std::function<double()> read) {
@@ -421,6 +460,7 @@ void Server::add_gauges() {
   gauge("weft_fd_cache_watched_dirs",
         "Directories of the default site inotify watches (at most fd_cache.max_watches)",
         current([](ServerContext& c) { return c.files->watched_dirs(); }));
+  add_compression_metrics();
   gauge("weft_connections_idle",
         "Connections waiting for their next request without a fiber (reclaimable when "
         "limits.max_connections are open)",

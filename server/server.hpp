@@ -84,6 +84,8 @@ class Server {
   void reopen_access_logs();
   void start_housekeeping(Generation& g);
   void add_gauges();
+  // The compressor's counters and gauges ([compression]), among the gauges.
+  void add_compression_metrics();
   void spawn_acceptors(rt::CancelToken& stop, std::vector<rt::FiberHandle>& out);
   int wait_for_stop_signal();
   void reload();

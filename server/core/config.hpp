@@ -218,6 +218,29 @@ struct Config {
   unsigned h2_max_window_updates = 1000;            // WINDOW_UPDATEs with no DATA sent between
   Millis h2_idle_timeout{75'000};                   // no open stream and nothing received
   Millis h2_stalled_stream_timeout{60'000};         // a stream whose window stays shut this long
+  // [compression]: responses compressed on the fly, once per file and coding (compress/)
+  bool compression = true;
+  std::vector<std::string> compression_types{
+      "text/*",
+      "application/javascript",
+      "application/json",
+      "application/xml",
+      "application/wasm",
+      "image/svg+xml",
+      "font/ttf",
+      "font/otf",
+      "font/collection",
+      "font/sfnt",
+      "application/vnd.ms-fontobject"};                     // "type/*" or exact, no parameters
+  std::size_t compression_min_size = 256;                   // smaller files are sent as they are
+  std::size_t compression_max_file_size = 4 * 1024 * 1024;  // larger ones too
+  std::vector<std::string> compression_codecs{"zstd", "br", "gzip"};  // the server's order
+  unsigned compression_zstd_level = 19;
+  unsigned compression_br_level = 11;
+  unsigned compression_gzip_level = 9;
+  std::size_t compression_cache_size = 64 * 1024 * 1024;  // compressed bytes kept, LRU
+  unsigned compression_workers = 1;      // threads that compress (never the processors)
+  unsigned compression_max_queued = 64;  // compressions waiting for a worker; more: none
 
   // [metrics]
   bool metrics = false;

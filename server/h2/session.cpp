@@ -305,6 +305,7 @@ void H2Session::answer(H2Stream& s) {
   s.note = service_.note(parsed, s.started, s.notes);
   Reply reply = parsed ? service_.answer(req, work_) : Reply::error_page(refusal);
   s.note.site = reply.site;
+  s.note.coding = reply.encoding;
   HeadBuffer h;
   build_head(h, origin_, reply, parsed, /*close=*/false, work_);
   // nghttp2_submit_response copies the fields: one ResponseFields serves every stream.

@@ -33,6 +33,7 @@ struct RequestNote {
   int64_t started_unix = 0;  // the same, in wall-clock seconds
   bool parsed = false;       // false: no request was parsed (400, 408, 503)
   uint16_t site = 0;         // the Site::number that answered
+  std::string_view coding;   // the body's Content-Encoding (a static name); empty: none
   Version version = Version::http_1_1;
   // Method, target, referer and user agent, one after another in ConnectionWork::notes.
   uint32_t text_at = 0;

@@ -40,8 +40,8 @@ struct Reply {
   std::string_view extra;         // "Name: value\r\n" lines for an error page or a page, or empty
   std::string_view content_type;  // of a page; of a precompressed variant, the original's
   std::string_view boundary;      // of a multipart 206: a view of ConnectionWork::boundary
-  std::string_view encoding;      // of a precompressed variant: its Content-Encoding
-  std::string_view validators;    // of a variant: its fields with its own ETag (work.fields)
+  std::string_view encoding;      // of a coded representation: its Content-Encoding (static)
+  std::string_view validators;    // of a coded representation: its fields with its own ETag
   bool vary = false;              // "Vary: Accept-Encoding" (server.precompressed is on)
   uint16_t site = 0;              // the SiteContext::number that answered (the access log names it)
   const HeaderRules* headers = nullptr;  // the site's [[headers]], when it has any: matched

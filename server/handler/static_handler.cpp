@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/compress/compressor.hpp"
 #include "server/core/processor.hpp"
 #include "server/files/listing.hpp"
 #include "server/handler/connection_work.hpp"
@@ -84,62 +85,142 @@ DirectoryAnswer directory_reply(const SiteContext& site, const Request& req, Con
   return r;
 }
 
-// What a found file is answered with: the file itself, or a precompressed variant of it.
+// What a found file is answered with: the file itself, a precompressed variant of it, or a
+// representation compressed on the fly.
 struct Representation {
   FileRef file;                   // the file whose bytes are sent
   std::string_view etag;          // the entity-tag preconditions compare with
-  std::string_view content_type;  // a variant: the original's; else empty (the file's own)
-  std::string_view encoding;      // a variant: its coding; else empty
-  bool vary = false;              // variants were looked for
+  std::string_view content_type;  // a coding: the original's; else empty (the file's own)
+  std::string_view encoding;      // a coding: its name; else empty
+  std::string_view validators;    // a coding: its validator fields; else empty (the file's)
+  bool vary = false;              // the answer depends on Accept-Encoding
+  bool not_acceptable = false;    // the client refuses identity and no coding can be sent: 406
+  Compressor* compressed_by = nullptr;  // compressed on the fly: the compressor to count it in
+  uint64_t identity_size = 0;           // of a coding: the file's own size
 };
 
-// A coding weft sends precompressed: its name, its file's suffix, and the suffix its
-// entity-tag gets (not hex: no identity tag can equal it).
-struct Coding {
-  std::string_view name;
+// A coding weft sends precompressed: its file's suffix, and the suffix its entity-tag gets
+// (not hex: no identity tag can equal it; "+..." for those compressed on the fly).
+struct PrecompressedCoding {
   std::string_view file_suffix;
   std::string_view tag_suffix;
 };
-constexpr Coding kBrotli{"br", ".br", "-br"};
-constexpr Coding kGzip{"gzip", ".gz", "-gz"};
+// By ContentCoding.
+constexpr PrecompressedCoding kPrecompressed[kContentCodings] = {
+    {".zst", "-zst"}, {".br", "-br"}, {".gz", "-gz"}};
+// The order of precompressed variants a client weighs equally.
+constexpr ContentCoding kPrecompressedOrder[] = {ContentCoding::zstd, ContentCoding::br,
+                                                 ContentCoding::gzip};
 
 // Returns the variant of `file` for `c` when it is a regular file next to it, else nothing:
 // an absent, unreadable or odd variant means the file itself is sent, never an error.
 FileRef find_variant(const SiteContext& site, ConnectionWork& work, const FileEntry& file,
-                     const Coding& c) {
+                     const PrecompressedCoding& c) {
   work.scratch.assign(file.path).append(c.file_suffix);
   FileRef v = site.files->lookup(work.scratch, processor_index());
   if (v->error || v->directory) return {};
   return v;
 }
 
-// Chooses between `file` and its precompressed variants (server.precompressed; see the
-// header): the accepted coding of higher weight first, br on a tie.
+// Sets `rep` to a precompressed variant of `file` (server.precompressed; see the header), the
+// accepted coding of higher weight first, zstd, br, gzip on a tie; returns whether one exists.
+bool choose_precompressed(const SiteContext& site, ConnectionWork& work, CodingWeights w,
+                          const FileRef& file, Representation& rep) {
+  // "always": gzip for every client that does not refuse it (q=0, RFC 9110 §12.5.3),
+  // below any weight one can give (so after its br).
+  if (site.precompressed == Precompressed::always && w.gzip == 0 && !w.gzip_refused) w.gzip = 1;
+  const RankedCodings ranked = rank_codings(w, kPrecompressedOrder);
+  for (std::size_t i = 0; i < ranked.count; ++i) {
+    const ContentCoding c = ranked.codings[i];
+    const PrecompressedCoding& pc = kPrecompressed[static_cast<int>(c)];
+    FileRef v = find_variant(site, work, *file, pc);
+    if (!v) continue;
+    // RFC 9659: a zstd frame asking for a window above 8 MiB is not sent (logged).
+    if (c == ContentCoding::zstd && !(site.compressor && site.compressor->zstd_variant_ok(*v))) {
+      continue;
+    }
+    rep.content_type = file->content_type;
+    rep.encoding = coding_name(c);
+    rep.etag =
+        variant_validators(work.fields, v->fields.validators(), v->etag.view(), pc.tag_suffix);
+    rep.validators = work.fields;
+    rep.file = std::move(v);
+    return true;
+  }
+  return false;
+}
+
+// What choose_on_the_fly() found besides a representation: whether the client accepts a
+// coding that is, or is being, made, and the coding being made for it, if any.
+struct OnTheFly {
+  bool acceptable = false;
+  std::optional<ContentCoding> pending;
+};
+
+// Sets `rep` to the representation of `file` compressed on the fly in the accepted coding of
+// higher weight (the server's order on a tie) that is cached, and starts the compression of
+// the best one that is not (compressor.hpp: never waits).
+OnTheFly choose_on_the_fly(const SiteContext& site, Compressor& comp, const CodingWeights& w,
+                           const FileRef& file, Representation& rep) {
+  const RankedCodings ranked = rank_codings(w, comp.codecs());
+  // A file modified within this second may still be written: served, never compressed yet.
+  bool start = file->mtime_strong;
+  OnTheFly found;
+  for (std::size_t i = 0; i < ranked.count; ++i) {
+    FileRef out;
+    switch (comp.find(site.files.get(), file, ranked.codings[i], start, out)) {
+      case Compressor::Outcome::ready:
+        rep.content_type = file->content_type;
+        rep.encoding = coding_name(ranked.codings[i]);
+        rep.etag = out->etag.view();
+        rep.validators = out->fields.validators();
+        rep.compressed_by = &comp;
+        rep.identity_size = file->size;
+        rep.file = std::move(out);
+        return found;
+      case Compressor::Outcome::started:
+      case Compressor::Outcome::pending:
+        if (!found.pending) found.pending = ranked.codings[i];
+        [[fallthrough]];
+      case Compressor::Outcome::not_started:
+        found.acceptable = true;
+        start = false;  // one compression per request: the best coding's
+        break;
+      case Compressor::Outcome::useless:
+        break;
+    }
+  }
+  if (ranked.count > 0) comp.on_miss();
+  return found;
+}
+
+// Chooses between `file`, its precompressed variants and its representations compressed on
+// the fly ([compression]): a precompressed variant first (the operator made it), then a
+// cached representation, then identity; 406 only for a compressible file whose client
+// refuses identity and accepts no coding that can be made.
 Representation choose_representation(const SiteContext& site, const Request& req,
                                      ConnectionWork& work, FileRef file) {
   Representation rep;
-  if (site.precompressed != Precompressed::off) {
+  Compressor* comp =
+      site.compressor && site.compressor->eligible(*file) ? site.compressor : nullptr;
+  if (site.precompressed != Precompressed::off || comp) {
     rep.vary = true;
-    CodingWeights w = parse_accept_encoding(req.accept_encoding());
-    // "always": gzip for every client that does not refuse it (q=0, RFC 9110 §12.5.3),
-    // below any weight one can give (so after its br).
-    if (site.precompressed == Precompressed::always && w.gzip == 0 && !w.gzip_refused) {
-      w.gzip = 1;
+    const CodingWeights w = parse_accept_encoding(req.accept_encoding());
+    if (site.precompressed != Precompressed::off &&
+        choose_precompressed(site, work, w, file, rep)) {
+      return rep;
     }
-    const bool gzip_first = w.gzip > w.br;
-    const std::pair<const Coding*, std::uint16_t> order[] = {
-        {gzip_first ? &kGzip : &kBrotli, gzip_first ? w.gzip : w.br},
-        {gzip_first ? &kBrotli : &kGzip, gzip_first ? w.br : w.gzip}};
-    for (const auto& [coding, weight] : order) {
-      if (weight == 0) continue;
-      if (FileRef v = find_variant(site, work, *file, *coding)) {
-        rep.content_type = file->content_type;
-        rep.encoding = coding->name;
-        rep.etag = variant_validators(work.fields, v->fields.validators(), v->etag.view(),
-                                      coding->tag_suffix);
-        rep.file = std::move(v);
-        return rep;
+    if (comp) {
+      OnTheFly fly = choose_on_the_fly(site, *comp, w, file, rep);
+      if (rep.file) return rep;
+      if (w.identity_refused && fly.pending) {
+        // The one request that waits for a compression (its fiber, never its processor):
+        // its client takes no identity, and the coding it takes is being made.
+        comp->wait_pending(site.files.get(), file, *fly.pending);
+        fly = choose_on_the_fly(site, *comp, w, file, rep);
+        if (rep.file) return rep;
       }
+      rep.not_acceptable = w.identity_refused && !fly.acceptable;
     }
   }
   rep.etag = file->etag.view();
@@ -191,6 +272,7 @@ std::optional<Reply> apply_range(const SiteContext& site, std::string_view range
 // A found file (or its variant): preconditions, then ranges.
 Reply file_reply(const SiteContext& site, const Request& req, ConnectionWork& work,
                  Representation rep) {
+  if (rep.not_acceptable) return Reply::error_page(406, kVaryLine);
   int64_t now_s = static_cast<int64_t>(std::time(nullptr));
   Validators v{rep.etag, rep.file->mtime, rep.file->mtime_strong};
   Reply r;
@@ -201,7 +283,7 @@ Reply file_reply(const SiteContext& site, const Request& req, ConnectionWork& wo
   if (!rep.encoding.empty()) {
     r.content_type = rep.content_type;
     r.encoding = rep.encoding;
-    r.validators = work.fields;
+    r.validators = rep.validators;
   }
   switch (evaluate_preconditions(Preconditions::of(req), v, req.method(), now_s)) {
     case Precondition::not_modified:
@@ -214,6 +296,11 @@ Reply file_reply(const SiteContext& site, const Request& req, ConnectionWork& wo
       return Reply::error_page(412, r.vary ? kVaryLine : "");
     case Precondition::proceed:
       break;
+  }
+  if (rep.compressed_by) {
+    // Bytes saved: the whole body's, for a whole body sent (not a HEAD or a range).
+    const bool whole = req.method() == Method::get && !req.range();
+    rep.compressed_by->on_sent(whole ? rep.identity_size - rep.file->size : 0);
   }
   r.file = std::move(rep.file);
   if (auto range = req.range(); range && if_range_allows(req.if_range(), v, now_s)) {

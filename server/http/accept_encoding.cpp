@@ -61,9 +61,44 @@ std::optional<std::uint16_t> parse_qvalue(std::string_view s) {
   return static_cast<std::uint16_t>(v);
 }
 
+std::string_view coding_name(ContentCoding c) {
+  switch (c) {
+    case ContentCoding::zstd:
+      return "zstd";
+    case ContentCoding::br:
+      return "br";
+    case ContentCoding::gzip:
+      return "gzip";
+  }
+  return "";
+}
+
+std::optional<ContentCoding> coding_named(std::string_view name) {
+  for (auto c : {ContentCoding::zstd, ContentCoding::br, ContentCoding::gzip}) {
+    if (coding_name(c) == name) return c;
+  }
+  return std::nullopt;
+}
+
+RankedCodings rank_codings(const CodingWeights& w, std::span<const ContentCoding> server_order) {
+  RankedCodings out;
+  for (ContentCoding c : server_order) {
+    if (w.weight(c) == 0 || out.count == kContentCodings) continue;
+    // Insertion after every coding of at least the same weight: ties keep the server's order.
+    std::size_t at = out.count;
+    while (at > 0 && w.weight(out.codings[at - 1]) < w.weight(c)) {
+      out.codings[at] = out.codings[at - 1];
+      --at;
+    }
+    out.codings[at] = c;
+    ++out.count;
+  }
+  return out;
+}
+
 CodingWeights parse_accept_encoding(FieldLines lines) {
   // -1: not listed (yet).
-  int br = -1, gzip = -1, star = -1;
+  int br = -1, gzip = -1, zstd = -1, identity = -1, star = -1;
   for (std::string_view line : lines) {
     while (!line.empty()) {
       const std::size_t comma = line.find(',');
@@ -73,6 +108,8 @@ CodingWeights parse_accept_encoding(FieldLines lines) {
       if (!e) continue;  // an empty list element, or one that does not parse
       int* slot = ascii::iequals(e->coding, "br") ? &br : e->coding == "*" ? &star : nullptr;
       if (ascii::iequals(e->coding, "gzip") || ascii::iequals(e->coding, "x-gzip")) slot = &gzip;
+      if (ascii::iequals(e->coding, "zstd")) slot = &zstd;
+      if (ascii::iequals(e->coding, "identity")) slot = &identity;
       if (slot && *slot < 0) *slot = e->weight;
     }
   }
@@ -82,7 +119,8 @@ CodingWeights parse_accept_encoding(FieldLines lines) {
   // A weight of 0 that the client gave (gzip's own, or the `*` that stands for it) refuses
   // gzip; one that is 0 because nothing named it only leaves it out.
   const bool gzip_refused = gzip == 0 || (gzip < 0 && star == 0);
-  return {weight(br), weight(gzip), gzip_refused};
+  const bool identity_refused = identity == 0 || (identity < 0 && star == 0);
+  return {weight(br), weight(gzip), gzip_refused, weight(zstd), identity_refused};
 }
 
 }  // namespace weft::http

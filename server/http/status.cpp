@@ -24,6 +24,7 @@ constexpr std::array<std::string_view, kStatusCodes.size()> kReasons = {
     "Forbidden",
     "Not Found",
     "Method Not Allowed",
+    "Not Acceptable",
     "Request Timeout",
     "Precondition Failed",
     "Content Too Large",

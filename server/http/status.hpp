@@ -1,8 +1,8 @@
 // weft::http status codes: reason phrases, status lines, error pages, and the errno mapping.
 //
 // weft answers with a closed set of statuses: 200, 206, 301, 302, 303, 304, 307, 308, 400,
-// 403, 404, 405, 408, 412, 413, 414, 416, 431, 500, 501, 503, 505 (302, 303, 307 and 308 only
-// for [[redirects]]). Their status lines and HTML pages are built
+// 403, 404, 405, 406, 408, 412, 413, 414, 416, 431, 500, 501, 503, 505 (302, 303, 307 and 308 only
+// for [[redirects]], 406 for [compression]). Their status lines and HTML pages are built
 // once, on first use, and handed out as views that live until exit. status_from_errno() is the
 // one place that decides what a failed open or stat means to the client and to the error log.
 #pragma once
@@ -16,9 +16,9 @@
 namespace weft::http {
 
 /// The statuses weft answers with, ascending: the one list of them (the metrics count each).
-inline constexpr std::array<int, 22> kStatusCodes = {200, 206, 301, 302, 303, 304, 307, 308,
-                                                     400, 403, 404, 405, 408, 412, 413, 414,
-                                                     416, 431, 500, 501, 503, 505};
+inline constexpr std::array<int, 23> kStatusCodes = {200, 206, 301, 302, 303, 304, 307, 308,
+                                                     400, 403, 404, 405, 406, 408, 412, 413,
+                                                     414, 416, 431, 500, 501, 503, 505};
 
 /// Returns kStatusCodes.
 std::span<const int> known_statuses();

@@ -267,6 +267,7 @@ bool Connection::serve(const Request& req) {
   if (close) linger_ = must_linger(req);
   Reply reply = decide(req, *work_);
   note.site = reply.site;
+  note.coding = reply.encoding;
   return writer_.write(reply, &req, close, note) && !close;
 }
 

@@ -16,6 +16,7 @@ void describe(const ServerContext& ctx, const RequestNote& n, std::string_view n
               AccessRecord& rec) {
   rec.time_unix = n.started_unix;
   rec.request_time_s = std::chrono::duration<double>(rt::now() - n.started).count();
+  rec.content_encoding = n.coding;
   if (!ctx.vhosts.empty()) {
     rec.vhost_field = true;
     rec.vhost = ctx.site(n.site).name;

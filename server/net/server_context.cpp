@@ -142,6 +142,7 @@ ServerContext::ServerContext(const Config& c, std::shared_ptr<ConnectionSlots> s
       main(c),
       root_fd(main.root_fd),
       mime(load_mime_map(c)),
+      compressor(std::make_unique<Compressor>(c)),
       files(main.files),
       shared_slots(shared ? std::move(shared)
                           : std::make_shared<ConnectionSlots>(c.max_connections)),
@@ -149,10 +150,13 @@ ServerContext::ServerContext(const Config& c, std::shared_ptr<ConnectionSlots> s
   for (std::size_t i = 0; i < c.vhosts.size(); ++i) {
     vhosts.push_back(std::make_unique<SiteContext>(c, c.vhosts[i], static_cast<uint16_t>(i + 1)));
   }
+  main.compressor = compressor.get();
+  for (auto& v : vhosts) v->compressor = compressor.get();
 }
 
 ServerContext::~ServerContext() {
   // The caches first: they refer to the MIME map, which goes before the default site.
+  compressor.reset();
   for (auto& v : vhosts) v->files.reset();
   files.reset();
 }

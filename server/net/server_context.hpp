@@ -18,6 +18,7 @@
 #include "runtime/cancel.hpp"
 #include "runtime/latch.hpp"
 #include "runtime/semaphore.hpp"
+#include "server/compress/compressor.hpp"
 #include "server/core/config.hpp"
 #include "server/core/processor.hpp"
 #include "server/files/fd_cache.hpp"
@@ -97,6 +98,7 @@ struct ServerContext {
   SiteContext main;  // the default site: [server]'s root and keys, the top-level rules
   int& root_fd;      // main.root_fd
   MimeMap mime;
+  std::unique_ptr<Compressor> compressor;  // [compression], for every site of this generation
   DateCache dates;
   std::unique_ptr<FdCache>& files;                   // main.files: the default site's cache
   std::vector<std::unique_ptr<SiteContext>> vhosts;  // [[vhosts]] in file order (numbers 1, 2 ...)

@@ -282,6 +282,11 @@ std::size_t format_combined(const AccessRecord& r, TimeCache& times, char* out) 
   line.put("\" \"");
   field(r.user_agent, kAgentBudget);
   line.put('"');
+  if (!r.content_encoding.empty()) {  // a coding weft names itself: nothing to escape
+    line.put(" \"");
+    line.put(r.content_encoding);
+    line.put('"');
+  }
   if (r.vhost_field) {  // the server has [[vhosts]]: which site answered
     line.put(" \"");
     field(r.vhost, kVhostBudget);
@@ -326,6 +331,11 @@ std::size_t format_json(const AccessRecord& r, TimeCache& times, char* out) {
   put_field<escape_json>(line, r.user_agent, kAgentBudget);
   line.put("\",\"request_time\":");
   put_seconds(line, r.request_time_s);
+  if (!r.content_encoding.empty()) {
+    line.put(",\"content_encoding\":\"");
+    line.put(r.content_encoding);
+    line.put('"');
+  }
   if (r.vhost_field) {
     line.put(",\"vhost\":\"");
     put_field<escape_json>(line, r.vhost, kVhostBudget);

@@ -14,6 +14,9 @@
 //             "target":"/","protocol":"HTTP/1.1","status":200,"body_bytes":1234,"referer":"",
 //             "user_agent":"curl/8.0","request_time":0.003}
 //             (keys in this order; request_time in seconds with milliseconds, as NGINX's)
+//   A response sent with a Content-Encoding (precompressed or compressed on the fly) has its
+//   coding after the user agent: combined ` "zstd"`, JSON `,"content_encoding":"zstd"` (after
+//   request_time); other lines have neither.
 //   With [[vhosts]] configured, each line also names the site that answered, last: combined
 //   ends with ` "b.test"` (the vhost's host as configured, "-" for the default site), JSON
 //   with `,"vhost":"b.test"` ("" for the default site). Without vhosts, lines are as above.
@@ -61,12 +64,13 @@ struct AccessRecord {
   std::string_view target;       // the raw request target as received
   std::string_view protocol;     // "HTTP/1.1"
   int status = 0;
-  uint64_t body_bytes = 0;      // body bytes actually sent
-  std::string_view referer;     // empty: "-" (combined) or "" (json)
-  std::string_view user_agent;  // empty: "-" (combined) or "" (json)
-  double request_time_s = 0;    // from first byte of the request to the last byte sent
-  bool vhost_field = false;     // the server has [[vhosts]]: the line names the site
-  std::string_view vhost;       // its host as configured; empty for the default site
+  uint64_t body_bytes = 0;            // body bytes actually sent
+  std::string_view referer;           // empty: "-" (combined) or "" (json)
+  std::string_view user_agent;        // empty: "-" (combined) or "" (json)
+  double request_time_s = 0;          // from first byte of the request to the last byte sent
+  std::string_view content_encoding;  // the body's coding ("zstd", "br", "gzip"); empty: none
+  bool vhost_field = false;           // the server has [[vhosts]]: the line names the site
+  std::string_view vhost;             // its host as configured; empty for the default site
 };
 
 /// The output budgets of the request's fields, after escaping (see "Truncation" above): a

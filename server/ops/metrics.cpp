@@ -199,6 +199,15 @@ void Metrics::on_body_range(unsigned processor, bool resident, uint64_t cold_byt
 }
 
 void Metrics::add_gauge(std::string name, std::string help, std::function<double()> read) {
+  add_family(std::move(name), std::move(help), std::move(read), "gauge");
+}
+
+void Metrics::add_counter(std::string name, std::string help, std::function<double()> read) {
+  add_family(std::move(name), std::move(help), std::move(read), "counter");
+}
+
+void Metrics::add_family(std::string name, std::string help, std::function<double()> read,
+                         const char* type) {
   if (!is_metric_name(name))
     throw std::invalid_argument(fmt::format("'{}' is not a valid metric name", name));
   std::lock_guard lock(gauges_mutex_);
@@ -206,7 +215,7 @@ void Metrics::add_gauge(std::string name, std::string help, std::function<double
       std::any_of(kFamilies.begin(), kFamilies.end(), [&](auto* f) { return f->name == name; }) ||
       std::any_of(gauges_.begin(), gauges_.end(), [&](auto& g) { return g.name == name; });
   if (taken) throw std::invalid_argument(fmt::format("metric '{}' already exists", name));
-  gauges_.push_back({std::move(name), std::move(help), std::move(read)});
+  gauges_.push_back({std::move(name), std::move(help), std::move(read), type});
 }
 
 std::string Metrics::render() const {
@@ -259,7 +268,7 @@ std::string Metrics::render() const {
 
   std::lock_guard lock(gauges_mutex_);
   for (const Gauge& g : gauges_) {
-    append_head(out, g.name, "gauge", g.help);
+    append_head(out, g.name, g.type, g.help);
     out += g.name;
     out += ' ';
     append_value(out, g.read ? g.read() : std::nan(""));

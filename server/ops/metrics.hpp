@@ -32,7 +32,7 @@
 //   weft_tls_handshake_failures_total counter, TLS handshakes failed or timed out
 //   weft_tls_kernel_sessions_total{records="kernel"|"library"}  counter, of the handshakes
 //                                     that asked for kTLS (tls.ktls), who makes the records
-//   then each gauge registered with add_gauge(), in registration order.
+//   then each family registered with add_gauge() or add_counter(), in registration order.
 #pragma once
 
 #include <array>
@@ -93,6 +93,10 @@ class Metrics {
   /// std::invalid_argument when `name` is not a valid metric name or is already taken.
   void add_gauge(std::string name, std::string help, std::function<double()> read);
 
+  /// Adds a counter family `name` read by calling `read` at each render(), for counts kept
+  /// elsewhere (the compressor's); throws as add_gauge() does.
+  void add_counter(std::string name, std::string help, std::function<double()> read);
+
   /// Returns every family in Prometheus text exposition format 0.0.4.
   std::string render() const;
 
@@ -127,7 +131,11 @@ class Metrics {
     std::string name;
     std::string help;
     std::function<double()> read;
+    const char* type = "gauge";  // or "counter" (add_counter)
   };
+
+  void add_family(std::string name, std::string help, std::function<double()> read,
+                  const char* type);
 
   Counters& counters_of(unsigned processor) const {
     return counters_[processor < count_ ? processor : processor % count_];

@@ -24,6 +24,8 @@
 
 namespace weft::http {
 
+class Compressor;
+
 struct SiteContext {
   std::string name;     // the vhost's host as configured ("*.b.test"); "" for the default site
   uint16_t number = 0;  // 0: the default site; vhosts from 1 in file order
@@ -35,6 +37,7 @@ struct SiteContext {
   unsigned max_listing_entries = 10000;  // limits.max_listing_entries: the process's, per listing
   unsigned max_ranges = 16;              // limits.max_ranges: the process's, per Range field
   Precompressed precompressed = Precompressed::off;
+  Compressor* compressor = nullptr;  // [compression]: the server's, shared by its sites
   SitePages pages;
   HeaderRules headers;
   RedirectRules redirects;

@@ -209,6 +209,41 @@ root = "/srv/c"
   EXPECT_EQ(changed_keys(c, Config{}).size(), 6u);  // root, both pages, the three lists
 }
 
+TEST(Config, ParsesAndChecksCompression) {
+  Config c = parse_config(
+      "[compression]\nenabled = false\ntypes = [\"text/*\", \"application/json\"]\n"
+      "min_size = \"1k\"\nmax_file_size = \"2m\"\ncodecs = [\"gzip\", \"zstd\"]\n"
+      "zstd_level = 3\nbr_level = 5\ngzip_level = 6\ncache_size = \"8m\"\nworkers = 2\n"
+      "max_queued = 10\n",
+      "/etc/weft/test.toml");
+  EXPECT_FALSE(c.compression);
+  EXPECT_EQ(c.compression_types, (std::vector<std::string>{"text/*", "application/json"}));
+  EXPECT_EQ(c.compression_min_size, 1024u);
+  EXPECT_EQ(c.compression_max_file_size, 2u << 20);
+  EXPECT_EQ(c.compression_codecs, (std::vector<std::string>{"gzip", "zstd"}));
+  EXPECT_EQ(c.compression_zstd_level, 3u);
+  EXPECT_EQ(c.compression_br_level, 5u);
+  EXPECT_EQ(c.compression_gzip_level, 6u);
+  EXPECT_EQ(c.compression_cache_size, 8u << 20);
+  EXPECT_EQ(c.compression_workers, 2u);
+  EXPECT_EQ(c.compression_max_queued, 10u);
+  expect_rejected("[compression]\ncodecs = [\"deflate\"]\n",
+                  {":2:", "key 'compression.codecs'", "\"deflate\" is not a codec"});
+  expect_rejected("[compression]\ncodecs = [\"br\", \"br\"]\n",
+                  {"key 'compression.codecs'", "twice"});
+  for (const char* bad :
+       {"\"text\"", "\"Text/html\"", "\"text/html; charset=utf-8\"", "\"/x\"", "\"a/b/c\"", "3"}) {
+    expect_rejected(std::string("[compression]\ntypes = [") + bad + "]\n",
+                    {"key 'compression.types'"});
+  }
+  expect_rejected("[compression]\nzstd_level = 22\n", {"key 'compression.zstd_level'"});
+  expect_rejected("[compression]\nbr_level = 12\n", {"key 'compression.br_level'"});
+  expect_rejected("[compression]\ngzip_level = 0\n", {"key 'compression.gzip_level'"});
+  expect_rejected("[compression]\nworkers = 0\n", {"key 'compression.workers'"});
+  expect_rejected("[compression]\ncache_size = \"lots\"\n", {"key 'compression.cache_size'"});
+  expect_rejected("[compression]\nlevel = 3\n", {"unknown key 'compression.level'"});
+}
+
 TEST(Config, RejectsBadRulesNamingFileLineAndKey) {
   const char* h = "/etc/weft/test.toml:";
   expect_rejected("[[headers]]\nsource = \"/a\"\nset = { \"Content-Length\" = \"1\" }\n",

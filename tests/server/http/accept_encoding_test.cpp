@@ -1,5 +1,6 @@
 // Tests server/http/accept_encoding.cpp: a table of Accept-Encoding values and the weights they
-// give br and gzip (and whether gzip was refused outright), and a field sent on several lines.
+// give zstd, br and gzip (and whether gzip or identity was refused outright), a field sent on
+// several lines, and a table of the codings ranked by weight, then the server's order.
 #include "server/http/accept_encoding.hpp"
 
 #include <string>
@@ -16,6 +17,8 @@ struct Case {
   std::uint16_t br;
   std::uint16_t gzip;
   bool gzip_refused = false;  // an explicit q=0 (of gzip, or of a `*` that covers it)
+  std::uint16_t zstd = 0;
+  bool identity_refused = false;
 };
 
 const Case kCases[] = {
@@ -27,13 +30,13 @@ const Case kCases[] = {
     {"gzip refused", {"gzip;q=0"}, 0, 0, true},
     {"q=0.000 refuses too", {"gzip;q=0.000, br;q=0.001"}, 1, 0, true},
     {"x-gzip refused", {"x-gzip;q=0, br"}, 1000, 0, true},
-    {"star", {"*"}, 1000, 1000},
-    {"star refused", {"*;q=0"}, 0, 0, true},
-    {"star refuses only what is not listed", {"*;q=0, gzip;q=0.2"}, 0, 200},
-    {"star for what is not listed", {"gzip;q=0, *;q=0.3"}, 300, 0, true},
-    {"listed beats star whatever the order", {"*;q=0.2, br;q=0.9"}, 900, 200},
+    {"star", {"*"}, 1000, 1000, false, 1000},
+    {"star refused", {"*;q=0"}, 0, 0, true, 0, true},
+    {"star refuses only what is not listed", {"*;q=0, gzip;q=0.2"}, 0, 200, false, 0, true},
+    {"star for what is not listed", {"gzip;q=0, *;q=0.3"}, 300, 0, true, 300},
+    {"listed beats star whatever the order", {"*;q=0.2, br;q=0.9"}, 900, 200, false, 200},
     {"identity only", {"identity"}, 0, 0},
-    {"identity refused, nothing else", {"identity;q=0"}, 0, 0},
+    {"identity refused, nothing else", {"identity;q=0"}, 0, 0, false, 0, true},
     {"codings without case", {"GZIP, Br"}, 1000, 1000},
     {"Q without case", {"gzip;Q=0.7"}, 0, 700},
     {"x-gzip is gzip", {"x-gzip"}, 0, 1000},
@@ -56,7 +59,17 @@ const Case kCases[] = {
     {"compress and deflate are not ours", {"compress, deflate"}, 0, 0},
     {"a prefix is not a coding", {"gzipped, brotli"}, 0, 0},
     {"several lines", {"br;q=0.2", "gzip;q=0.8"}, 200, 800},
-    {"star on a later line", {"gzip", "*;q=0.1"}, 100, 1000},
+    {"star on a later line", {"gzip", "*;q=0.1"}, 100, 1000, false, 100},
+    {"a browser's", {"gzip, deflate, br, zstd"}, 1000, 1000, false, 1000},
+    {"zstd weighted", {"zstd;q=0.4, br;q=0.5"}, 500, 0, false, 400},
+    {"ZSTD without case", {"ZStd"}, 0, 0, false, 1000},
+    {"zstd refused, star for the others", {"zstd;q=0, *"}, 1000, 1000, false, 0},
+    {"star gives zstd too", {"*;q=0.7"}, 700, 700, false, 700},
+    {"identity refused", {"identity;q=0, gzip"}, 0, 1000, false, 0, true},
+    {"star refuses identity", {"*;q=0"}, 0, 0, true, 0, true},
+    {"star refused, identity listed", {"*;q=0, identity"}, 0, 0, true, 0, false},
+    {"identity weighted is not refused", {"identity;q=0.1, br"}, 1000, 0, false, 0, false},
+    {"a refused star does not refuse identity when absent", {}, 0, 0, false, 0, false},
 };
 
 TEST(AcceptEncoding, Table) {
@@ -72,7 +85,49 @@ TEST(AcceptEncoding, Table) {
     EXPECT_EQ(w.br, c.br);
     EXPECT_EQ(w.gzip, c.gzip);
     EXPECT_EQ(w.gzip_refused, c.gzip_refused);
+    EXPECT_EQ(w.zstd, c.zstd);
+    EXPECT_EQ(w.identity_refused, c.identity_refused);
   }
+}
+
+struct RankCase {
+  const char* note;
+  const char* field;
+  std::vector<ContentCoding> server_order;
+  std::vector<ContentCoding> want;
+};
+
+constexpr auto Z = ContentCoding::zstd;
+constexpr auto B = ContentCoding::br;
+constexpr auto G = ContentCoding::gzip;
+
+const RankCase kRankCases[] = {
+    {"all equal: the server's order", "gzip, br, zstd", {Z, B, G}, {Z, B, G}},
+    {"another server order", "gzip, br, zstd", {G, Z, B}, {G, Z, B}},
+    {"weights first", "zstd;q=0.5, br;q=0.9, gzip;q=0.7", {Z, B, G}, {B, G, Z}},
+    {"a tie among two", "zstd;q=0.5, br, gzip;q=0.5", {Z, B, G}, {B, Z, G}},
+    {"q=0 is never ranked", "zstd;q=0, br, gzip", {Z, B, G}, {B, G}},
+    {"not in the server's list", "zstd, br, gzip", {G}, {G}},
+    {"nothing accepted", "identity", {Z, B, G}, {}},
+    {"star", "*;q=0.5, gzip", {Z, B, G}, {G, Z, B}},
+    {"no server codings", "gzip", {}, {}},
+};
+
+TEST(AcceptEncoding, Rank) {
+  for (const RankCase& c : kRankCases) {
+    SCOPED_TRACE(c.note);
+    std::vector<Header> headers{{"Accept-Encoding", c.field, Field::accept_encoding}};
+    const CodingWeights w = parse_accept_encoding(FieldLines(headers, Field::accept_encoding));
+    const RankedCodings r = rank_codings(w, c.server_order);
+    std::vector<ContentCoding> got(r.codings.begin(), r.codings.begin() + r.count);
+    EXPECT_EQ(got, c.want);
+  }
+}
+
+TEST(AcceptEncoding, Names) {
+  for (auto c : {Z, B, G}) EXPECT_EQ(coding_named(coding_name(c)), c);
+  EXPECT_EQ(coding_named("deflate"), std::nullopt);
+  EXPECT_EQ(coding_named("ZSTD"), std::nullopt);  // config values are lower case
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ TEST(Status, ReasonPhrases) {
       {403, "Forbidden"},
       {404, "Not Found"},
       {405, "Method Not Allowed"},
+      {406, "Not Acceptable"},
       {408, "Request Timeout"},
       {412, "Precondition Failed"},
       {413, "Content Too Large"},
