@@ -412,8 +412,9 @@ class Https(Compression):
                         "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
                         "-days", "2", "-subj", "/CN=localhost"], check=True, capture_output=True)
         cls.tls_port = free_port()
-        cls.settings = {"server": {"listen_tls": ["127.0.0.1:%d" % cls.tls_port]},
-                        "tls": {"certificate": cert, "key": key}}
+        server = {"listen_tls": ["127.0.0.1:%d" % cls.tls_port]}
+        server.update(getattr(cls, "extra_settings", {}).get("server", {}))
+        cls.settings = {"server": server, "tls": {"certificate": cert, "key": key}}
         super().setUpClass()
 
     @classmethod
@@ -436,6 +437,63 @@ class Https(Compression):
                 self.assertEqual(DECODERS[coding](body), APP)
 
 
+class Http2(Https):
+    """The same representations over HTTP/2 (TLS with ALPN h2, and h2c with prior knowledge),
+    fetched by curl: codings, Vary, per-coding ETags, 304 and ranges as over HTTP/1.1."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.extra_settings = {"server": {"h2c": True}}
+        super().setUpClass()
+
+    def h2(self, url, *headers):
+        """Returns (status, {field: value}, body) of one HTTP/2 exchange by curl."""
+        args = ["--http2"] if url.startswith("https") else ["--http2-prior-knowledge"]
+        for h in headers:
+            args += ["-H", h]
+        out = subprocess.run(["curl", "-sSk", "-D", "-", "-o", "-", "--max-time", "10"] +
+                             args + [url], capture_output=True, check=True).stdout
+        head, _, body = out.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        self.assertTrue(lines[0].startswith("HTTP/2 "), lines[0])
+        fields = dict(line.split(": ", 1) for line in lines[1:])
+        return int(lines[0].split()[1]), {k.lower(): v for k, v in fields.items()}, body
+
+    def urls(self):
+        return ("https://127.0.0.1:%d/app.js" % self.tls_port,
+                "http://127.0.0.1:%d/app.js" % self.srv.port)
+
+    def test_codings_over_http2(self):
+        for url in self.urls():
+            for coding in ("br", "gzip", "zstd"):
+                with self.subTest(url=url, coding=coding):
+                    self.poll_coded("/app.js", coding)
+                    status, f, body = self.h2(url, "Accept-Encoding: " + coding)
+                    self.assertEqual(status, 200)
+                    self.assertEqual((f.get("content-encoding"), f.get("vary")),
+                                     (coding, "Accept-Encoding"))
+                    self.assertEqual(f.get("etag"), tag(len(APP), SUFFIX[coding]))
+                    self.assertEqual(f.get("content-length"), str(len(body)))
+                    self.assertEqual(DECODERS[coding](body), APP)
+            status, f, body = self.h2(url)  # no Accept-Encoding: identity, still Vary
+            self.assertEqual((status, body, f.get("vary")), (200, APP, "Accept-Encoding"))
+            self.assertNotIn("content-encoding", f)
+
+    def test_conditionals_and_ranges_over_http2(self):
+        coded = self.poll_coded("/app.js", "zstd").body
+        ztag = tag(len(APP), "+zs")
+        for url in self.urls():
+            with self.subTest(url=url):
+                status, f, body = self.h2(url, "Accept-Encoding: zstd", "If-None-Match: " + ztag)
+                self.assertEqual((status, body, f.get("etag")), (304, b"", ztag))
+                status, f, body = self.h2(url, "Accept-Encoding: zstd", "Range: bytes=5-24",
+                                          "If-Range: " + ztag)
+                self.assertEqual((status, body), (206, coded[5:25]))
+                self.assertEqual(f.get("content-range"), "bytes 5-24/%d" % len(coded))
+                status, _, body = self.h2(url, "Accept-Encoding: zstd;q=1, identity;q=0")
+                self.assertEqual(DECODERS["zstd"](body), APP)
+
+
 class Off(Compression):
     settings = {"compression": {"enabled": False}}
 
@@ -449,7 +507,7 @@ class Off(Compression):
         self.assertEqual((r.status, r.body), (200, APP))
 
 
-per_backend(globals(), On, Bounded, Precompressed, Https, Off)
+per_backend(globals(), On, Bounded, Precompressed, Https, Http2, Off)
 
 if __name__ == "__main__":
     unittest.main()
