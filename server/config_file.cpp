@@ -564,6 +564,7 @@ std::vector<Field> cache_and_log_fields() {
       {"compression", "max_file_size",
        size(&Config::compression_max_file_size, 0, std::size_t{1} << 30)},
       {"compression", "codecs", compression_codecs()},
+      {"compression", "prefer_smallest", boolean(&Config::compression_prefer_smallest)},
       {"compression", "zstd_level", integer(&Config::compression_zstd_level, 1, 19)},
       {"compression", "br_level", integer(&Config::compression_br_level, 0, 11)},
       {"compression", "gzip_level", integer(&Config::compression_gzip_level, 1, 9)},

@@ -202,7 +202,8 @@ Compressor::Compressor(const Config& config)
       enabled_(config.compression),
       types_(config.compression_types),
       min_size_(config.compression_min_size),
-      max_file_size_(config.compression_max_file_size) {
+      max_file_size_(config.compression_max_file_size),
+      prefer_smallest_(config.compression_prefer_smallest) {
   for (const std::string& name : config.compression_codecs) {
     if (auto c = coding_named(name)) codecs_.push_back(*c);
   }

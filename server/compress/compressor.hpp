@@ -60,6 +60,10 @@ class Compressor {
   /// Returns the codecs compressed on the fly, in the server's order.
   std::span<const ContentCoding> codecs() const { return codecs_; }
 
+  /// Returns whether, of the codings a client weighs equally, the smallest representation
+  /// made is sent (compression.prefer_smallest), rather than the first in codecs() made.
+  bool prefer_smallest() const { return prefer_smallest_; }
+
   /// What find() found: the representation, or why there is none now.
   enum class Outcome : std::uint8_t { ready, started, pending, useless, not_started };
 
@@ -98,6 +102,7 @@ class Compressor {
   bool enabled_;
   std::vector<std::string> types_;
   std::size_t min_size_, max_file_size_;
+  bool prefer_smallest_;
   std::vector<ContentCoding> codecs_;
 };
 

@@ -235,6 +235,7 @@ struct Config {
   std::size_t compression_min_size = 256;                   // smaller files are sent as they are
   std::size_t compression_max_file_size = 4 * 1024 * 1024;  // larger ones too
   std::vector<std::string> compression_codecs{"zstd", "br", "gzip"};  // the server's order
+  bool compression_prefer_smallest = true;  // of codings weighed equally, the smallest made
   unsigned compression_zstd_level = 19;
   unsigned compression_br_level = 11;
   unsigned compression_gzip_level = 9;

@@ -157,30 +157,33 @@ struct OnTheFly {
   std::optional<ContentCoding> pending;
 };
 
-// Sets `rep` to the representation of `file` compressed on the fly in the accepted coding of
-// higher weight (the server's order on a tie) that is cached, and starts the compression of
-// the best one that is not (compressor.hpp: never waits).
+// Sets `rep` to the representation of `file` compressed on the fly that is cached in the
+// accepted coding of higher weight: of several of equal weight, the smallest made
+// (compression.prefer_smallest) or the first in the server's order. Starts the compression of
+// the best coding not made yet, one per request (compressor.hpp: never waits).
 OnTheFly choose_on_the_fly(const SiteContext& site, Compressor& comp, const CodingWeights& w,
                            const FileRef& file, Representation& rep) {
   const RankedCodings ranked = rank_codings(w, comp.codecs());
   // A file modified within this second may still be written: served, never compressed yet.
   bool start = file->mtime_strong;
   OnTheFly found;
+  FileRef best;
+  ContentCoding best_coding{};
   for (std::size_t i = 0; i < ranked.count; ++i) {
+    const ContentCoding c = ranked.codings[i];
+    // A made coding wins over those of lower weight; of equal weight, only a smaller one.
+    if (best && (!comp.prefer_smallest() || w.weight(c) < w.weight(best_coding))) break;
     FileRef out;
-    switch (comp.find(site.files.get(), file, ranked.codings[i], start, out)) {
+    switch (comp.find(site.files.get(), file, c, start, out)) {
       case Compressor::Outcome::ready:
-        rep.content_type = file->content_type;
-        rep.encoding = coding_name(ranked.codings[i]);
-        rep.etag = out->etag.view();
-        rep.validators = out->fields.validators();
-        rep.compressed_by = &comp;
-        rep.identity_size = file->size;
-        rep.file = std::move(out);
-        return found;
+        if (!best || out->size < best->size) {
+          best = std::move(out);
+          best_coding = c;
+        }
+        break;
       case Compressor::Outcome::started:
       case Compressor::Outcome::pending:
-        if (!found.pending) found.pending = ranked.codings[i];
+        if (!found.pending) found.pending = c;
         [[fallthrough]];
       case Compressor::Outcome::not_started:
         found.acceptable = true;
@@ -190,7 +193,17 @@ OnTheFly choose_on_the_fly(const SiteContext& site, Compressor& comp, const Codi
         break;
     }
   }
-  if (ranked.count > 0) comp.on_miss();
+  if (best) {
+    rep.content_type = file->content_type;
+    rep.encoding = coding_name(best_coding);
+    rep.etag = best->etag.view();
+    rep.validators = best->fields.validators();
+    rep.compressed_by = &comp;
+    rep.identity_size = file->size;
+    rep.file = std::move(best);
+  } else if (ranked.count > 0) {
+    comp.on_miss();
+  }
   return found;
 }
 

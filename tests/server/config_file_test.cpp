@@ -214,7 +214,7 @@ TEST(Config, ParsesAndChecksCompression) {
       "[compression]\nenabled = false\ntypes = [\"text/*\", \"application/json\"]\n"
       "min_size = \"1k\"\nmax_file_size = \"2m\"\ncodecs = [\"gzip\", \"zstd\"]\n"
       "zstd_level = 3\nbr_level = 5\ngzip_level = 6\ncache_size = \"8m\"\nworkers = 2\n"
-      "max_queued = 10\n",
+      "max_queued = 10\nprefer_smallest = false\n",
       "/etc/weft/test.toml");
   EXPECT_FALSE(c.compression);
   EXPECT_EQ(c.compression_types, (std::vector<std::string>{"text/*", "application/json"}));
@@ -227,6 +227,8 @@ TEST(Config, ParsesAndChecksCompression) {
   EXPECT_EQ(c.compression_cache_size, 8u << 20);
   EXPECT_EQ(c.compression_workers, 2u);
   EXPECT_EQ(c.compression_max_queued, 10u);
+  EXPECT_FALSE(c.compression_prefer_smallest);
+  EXPECT_TRUE(Config{}.compression_prefer_smallest);
   expect_rejected("[compression]\ncodecs = [\"deflate\"]\n",
                   {":2:", "key 'compression.codecs'", "\"deflate\" is not a codec"});
   expect_rejected("[compression]\ncodecs = [\"br\", \"br\"]\n",

@@ -51,6 +51,7 @@ DECODERS = {
     "zstd": lambda b: zstandard.ZstdDecompressor().decompressobj().decompress(b),
 }
 SUFFIX = {"zstd": "+zs", "br": "+br", "gzip": "+gz"}
+ORDER = ("zstd", "br", "gzip")  # compression.codecs' default order
 POLL_TRIES = 400  # each a request and at most 50 ms: the poll gives up after ~20 s
 
 
@@ -126,6 +127,30 @@ class Compression:
         self.assertEqual(DECODERS[coding](r.body), data)
         self.assertLess(len(r.body), len(data))
 
+    def made_sizes(self):
+        """Makes app.js in each coding (one request starts one); returns each coding's size."""
+        return {c: len(self.poll_coded("/app.js", c).body) for c in ORDER}
+
+    def smallest(self, sizes, *codings):
+        """The coding of `codings` with the fewest bytes; on a tie the server's order."""
+        return min(codings, key=lambda c: (sizes[c], ORDER.index(c)))
+
+    def check_choices(self, cases):
+        for accept, want in cases:
+            with self.subTest(accept=accept):
+                r = self.get("/app.js", [("Accept-Encoding", accept)] if accept is not None else [])
+                self.assertEqual(r.header("Vary"), "Accept-Encoding")
+                if want == 406:
+                    self.assertEqual(r.status, 406)
+                    continue
+                self.assertEqual(r.status, 200)
+                self.assertEqual(r.header("Content-Encoding"), want)
+                if want:
+                    self.check_coded(r, APP, want)
+                else:
+                    self.assertEqual(r.body, APP)
+                    self.assertEqual(r.header("ETag"), tag(len(APP)))
+
 
 class On(Compression):
     settings = {"log": {"access_log": "access.log", "access_format": "json"}}
@@ -149,15 +174,15 @@ class On(Compression):
                 self.assertEqual(r.body, APP)
 
     def test_q_values(self):
-        for coding in ("zstd", "br", "gzip"):
-            self.poll_coded("/app.js", coding)
+        sizes = self.made_sizes()
+        every = self.smallest(sizes, *ORDER)
         cases = [  # Accept-Encoding (None: absent), the coding sent (None: identity; 406)
-            ("gzip, deflate, br, zstd", "zstd"),
+            ("gzip, deflate, br, zstd", every),  # equal weights: the smallest made
             ("zstd;q=0.5, br", "br"),
             ("gzip;q=1, br;q=0.9, zstd;q=0.1", "gzip"),
             ("zstd;q=0, br;q=0, gzip", "gzip"),
-            ("*", "zstd"),
-            ("*, zstd;q=0", "br"),
+            ("*", every),
+            ("*, zstd;q=0", self.smallest(sizes, "br", "gzip")),
             ("*;q=0.5, gzip", "gzip"),
             ("identity;q=0, gzip", "gzip"),
             ("identity", None),
@@ -169,20 +194,7 @@ class On(Compression):
             ("*;q=0", 406),
             ("deflate, identity;q=0", 406),
         ]
-        for accept, want in cases:
-            with self.subTest(accept=accept):
-                r = self.get("/app.js", [("Accept-Encoding", accept)] if accept is not None else [])
-                self.assertEqual(r.header("Vary"), "Accept-Encoding")
-                if want == 406:
-                    self.assertEqual(r.status, 406)
-                    continue
-                self.assertEqual(r.status, 200)
-                self.assertEqual(r.header("Content-Encoding"), want)
-                if want:
-                    self.check_coded(r, APP, want)
-                else:
-                    self.assertEqual(r.body, APP)
-                    self.assertEqual(r.header("ETag"), tag(len(APP)))
+        self.check_choices(cases)
 
     def test_identity_refused_waits_for_its_coding(self):
         # The first request of a client that takes no identity: answered coded, after the
@@ -494,6 +506,19 @@ class Http2(Https):
                 self.assertEqual(DECODERS["zstd"](body), APP)
 
 
+class ServerOrder(Compression):
+    """compression.prefer_smallest = false: of codings a client weighs equally, the first made in
+    the server's order (codecs), whatever its size."""
+    settings = {"compression": {"prefer_smallest": False, "codecs": ["gzip", "br", "zstd"]}}
+
+    def test_server_order_on_a_tie(self):
+        sizes = self.made_sizes()
+        # Meaningful only where the server's first coding is not the smallest.
+        self.assertGreater(sizes["gzip"], min(sizes.values()))
+        self.check_choices([("zstd, br, gzip", "gzip"), ("*", "gzip"), ("*, gzip;q=0", "br"),
+                            ("zstd;q=0.9, br;q=0.8", "zstd")])
+
+
 class Off(Compression):
     settings = {"compression": {"enabled": False}}
 
@@ -507,7 +532,7 @@ class Off(Compression):
         self.assertEqual((r.status, r.body), (200, APP))
 
 
-per_backend(globals(), On, Bounded, Precompressed, Https, Http2, Off)
+per_backend(globals(), On, ServerOrder, Bounded, Precompressed, Https, Http2, Off)
 
 if __name__ == "__main__":
     unittest.main()
