@@ -224,7 +224,8 @@ class Engine::Session {
         return false;
       }
     }
-    h2_.emplace(e_.target_.host_header, tls_ ? "https" : "http", e_.user_agent_);
+    h2_.emplace(e_.target_.host_header, tls_ ? "https" : "http", e_.user_agent_,
+                e_.options_.headers);
     return true;
   }
 
@@ -504,6 +505,9 @@ Engine::Engine(const Options& options, const UriSource& source, Target target)
   user_agent_ = fmt::format("weft-load/{}", kWeftVersion);
   request_headers_ =
       fmt::format("User-Agent: weft-load/{}\r\nHost: {}\r\n", kWeftVersion, target_.host_header);
+  for (const ExtraHeader& h : options_.headers) {
+    request_headers_ += fmt::format("{}: {}\r\n", h.name, h.value);
+  }
   if (options_.timeout_s) timeout_ns_ = static_cast<std::int64_t>(*options_.timeout_s * 1e9);
   session_limit_ = options_.max_sessions();
   if (options_.tls || options_.tls_resume) {

@@ -1,6 +1,7 @@
 #include "loadgen/h2_client.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <new>
@@ -25,10 +26,15 @@ nghttp2_nv field(std::string_view name, std::string_view value) {
 
 }  // namespace
 
-H2Client::H2Client(std::string authority, std::string scheme, std::string user_agent)
+H2Client::H2Client(std::string authority, std::string scheme, std::string user_agent,
+                   std::vector<ExtraHeader> extra)
     : authority_(std::move(authority)),
       scheme_(std::move(scheme)),
-      user_agent_(std::move(user_agent)) {
+      user_agent_(std::move(user_agent)),
+      extra_(std::move(extra)) {
+  for (ExtraHeader& h : extra_) {
+    for (char& c : h.name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
   nghttp2_session_callbacks* cbs = nullptr;
   if (nghttp2_session_callbacks_new(&cbs) != 0) throw std::bad_alloc();
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, &H2Client::on_frame_send);
@@ -58,14 +64,13 @@ bool H2Client::submit(const Call& call, std::uint32_t index) {
   s.head = call.method == "HEAD";
   s.body = call.body;
   const std::string_view path = call.uri.empty() ? std::string_view{"/"} : call.uri;
-  const nghttp2_nv nva[] = {
-      field(":method", call.method),    field(":scheme", scheme_),
-      field(":authority", authority_),  field(":path", path),
-      field("user-agent", user_agent_),
-  };
+  nva_.assign({field(":method", call.method), field(":scheme", scheme_),
+               field(":authority", authority_), field(":path", path),
+               field("user-agent", user_agent_)});
+  for (const ExtraHeader& h : extra_) nva_.push_back(field(h.name, h.value));
   nghttp2_data_provider body{};
   body.read_callback = &H2Client::read_body;
-  const int32_t id = nghttp2_submit_request(session_, nullptr, nva, std::size(nva),
+  const int32_t id = nghttp2_submit_request(session_, nullptr, nva_.data(), nva_.size(),
                                             call.body.empty() ? nullptr : &body, nullptr);
   if (id < 0) return false;
   s.id = id;

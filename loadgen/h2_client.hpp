@@ -46,8 +46,10 @@ class H2Client {
 
   /// Makes a client session announcing `max_streams` concurrent streams of its own and large
   /// windows (weft-load measures the server, not flow control); `authority` and `scheme`
-  /// fill every request's pseudo-headers. Throws std::bad_alloc when nghttp2 cannot.
-  H2Client(std::string authority, std::string scheme, std::string user_agent);
+  /// fill every request's pseudo-headers, and `extra` follows user-agent in each (names in
+  /// lower case, as HTTP/2 wants). Throws std::bad_alloc when nghttp2 cannot.
+  H2Client(std::string authority, std::string scheme, std::string user_agent,
+           std::vector<ExtraHeader> extra = {});
   ~H2Client();
   H2Client(const H2Client&) = delete;
   H2Client& operator=(const H2Client&) = delete;
@@ -97,6 +99,8 @@ class H2Client {
   std::string authority_;
   std::string scheme_;
   std::string user_agent_;
+  std::vector<ExtraHeader> extra_;  // --add-header, names lowered
+  std::vector<nghttp2_nv> nva_;     // one request's fields, reused
   std::string out_;
   std::vector<Stream> streams_;
   std::size_t open_ = 0;

@@ -1,5 +1,7 @@
 #include "loadgen/options.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -70,6 +72,7 @@ struct Raw {
   std::optional<std::string> client;
   std::optional<std::string> start_at;
   std::optional<std::uint32_t> streams;
+  std::vector<std::string> add_header;
 };
 
 // Parses the count option `name` from `text` into `into`; returns an error, or nullopt.
@@ -290,6 +293,38 @@ std::optional<std::string> finish_fleet(const Raw& raw, Options& o) {
 
 // Checks the combination and fills `o`; returns an error message, or nullopt when all is well.
 // The steps run in this order so the first error reported stays the same one.
+// Parses each --add-header "Name: value" into o.headers; refuses a malformed field and those
+// weft-load writes itself or that would change how a message is framed or a connection kept
+// (they mean nothing per request over HTTP/2 either).
+std::optional<std::string> finish_headers(const Raw& raw, Options& o) {
+  static constexpr std::string_view kOwn[] = {"host",       "content-length",  "transfer-encoding",
+                                              "connection", "keep-alive",      "upgrade",
+                                              "te",         "proxy-connection"};
+  for (const std::string& text : raw.add_header) {
+    const std::size_t colon = text.find(':');
+    const std::string_view name = std::string_view{text}.substr(0, colon);
+    if (colon == std::string::npos || !is_token(name)) {
+      return fmt::format("--add-header '{}': expected NAME: VALUE, NAME a token", text);
+    }
+    std::string_view value = std::string_view{text}.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    for (unsigned char c : value) {
+      if ((c < 0x20 && c != '\t') || c == 0x7f) {
+        return fmt::format("--add-header '{}': control characters in the value", name);
+      }
+    }
+    std::string lower{name};
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (std::find(std::begin(kOwn), std::end(kOwn), lower) != std::end(kOwn)) {
+      return fmt::format("--add-header '{}': weft-load writes or forbids this field itself", name);
+    }
+    o.headers.push_back({std::string{name}, std::string{value}});
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::string>& warnings) {
   if (auto e = finish_counts(raw, o)) return e;
   if (auto e = finish_workload_choice(raw, o.workload)) return e;
@@ -297,6 +332,7 @@ std::optional<std::string> finish(const Raw& raw, Options& o, std::vector<std::s
   if (auto e = finish_schedule(raw, o)) return e;
   if (auto e = finish_limits(raw, o)) return e;
   if (auto e = finish_fleet(raw, o)) return e;
+  if (auto e = finish_headers(raw, o)) return e;
   return finish_engine(raw, o);
 }
 
@@ -408,6 +444,8 @@ OptionsParse parse_options(int argc, const char* const* argv) {
   app.add_option("--port", o.port, "server port")->capture_default_str();
   app.add_option("--uri", raw.uri, "the URI every call asks for (default /)");
   app.add_option("--method", o.workload.method, "request method")->capture_default_str();
+  app.add_option("--add-header", raw.add_header,
+                 "'NAME: VALUE': a header field every request carries (repeatable)");
   app.add_option("--rate", raw.rate, "sessions started per second (0: one after another)");
   app.add_option("--period", raw.period,
                  "[d|u|e]T1[,T2]: fixed, uniform [T1,T2) or exponential (Poisson) gaps, seconds");
@@ -450,6 +488,8 @@ std::string httperf_command_line(const Options& o, std::optional<double> rate) {
                       o.server, o.port);
   if (w.kind == WorkloadSpec::Kind::kUri) line += fmt::format(" --uri={}", w.uri);
   if (w.method != "GET") line += fmt::format(" --method={}", w.method);
+  for (const ExtraHeader& h : o.headers)
+    line += fmt::format(" --add-header='{}: {}\\n'", h.name, h.value);
   if (rate) {
     line += fmt::format(" --rate={}", *rate);
   } else if (o.period.spacing == Spacing::kFixed) {

@@ -68,6 +68,7 @@ struct Options {
   std::string tls_server_name;             // --tls-server-name; empty: --server's name
   bool http2 = false;                      // --http2: HTTP/2 (h2 by ALPN, or h2c without --tls)
   std::uint32_t streams = 100;             // --streams: concurrent streams per session (--http2)
+  std::vector<ExtraHeader> headers;        // --add-header, in order
   ClientShare client;                      // --client I/N: this instance's share (fleet.hpp)
   std::optional<double> start_at_s;        // --start-at: wall-clock start, epoch seconds
   double max_clock_error_ms = 10.0;        // --max-clock-error: for --start-at

@@ -34,6 +34,12 @@
 
 namespace weft::load {
 
+/// A header field every request carries (--add-header), as given: the name's case is kept.
+struct ExtraHeader {
+  std::string name;
+  std::string value;
+};
+
 /// A workload file that cannot be read or is malformed; what() is one line naming the place.
 class WorkloadError : public std::runtime_error {
  public:

@@ -200,6 +200,11 @@ TEST(Options, BadCombinationsAreUsageErrors) {
       {{"--wsesslog", "5,1"}, "expected N,X,FILE"},
       {{"--uri", "/a b"}, "--uri '/a b'"},
       {{"--method", "GE T"}, "not an HTTP method token"},
+      {{"--add-header", "NoColon"}, "expected NAME: VALUE"},
+      {{"--add-header", "Bad Name: x"}, "expected NAME: VALUE"},
+      {{"--add-header", "X: a\r\nY: b"}, "control characters"},
+      {{"--add-header", "host: other"}, "writes or forbids this field itself"},
+      {{"--add-header", "Connection: close"}, "writes or forbids this field itself"},
       {{"--server", ""}, "empty host name"},
       {{"--port", "0"}, "--port must be between 1 and 65535"},
   };
@@ -207,6 +212,19 @@ TEST(Options, BadCombinationsAreUsageErrors) {
     const std::string out = usage_error(c.args);
     EXPECT_NE(out.find(c.want), std::string::npos) << c.args[0] << " -> " << out;
   }
+}
+
+TEST(Options, AddedHeadersKeptInOrderWithTheirValuesTrimmed) {
+  const Options o = ok({"--add-header", "Accept-Encoding:  gzip, br\t", "--add-header", "X-A:"});
+  ASSERT_EQ(o.headers.size(), 2u);
+  EXPECT_EQ(o.headers[0].name, "Accept-Encoding");
+  EXPECT_EQ(o.headers[0].value, "gzip, br");
+  EXPECT_EQ(o.headers[1].name, "X-A");
+  EXPECT_EQ(o.headers[1].value, "");
+  EXPECT_EQ(httperf_command_line(o),
+            "httperf --client=0/1 --server=localhost --port=80 --uri=/ "
+            "--add-header='Accept-Encoding: gzip, br\\n' --add-header='X-A: \\n' "
+            "--num-calls=1 --seed=1");
 }
 
 TEST(Options, Cli11ErrorsExitTwoAndHelpExitsZero) {

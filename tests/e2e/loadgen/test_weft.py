@@ -1,6 +1,7 @@
 """weft-load against the real weft: counts agree with weft's access log; reports parse."""
 
 import csv
+import gzip
 import os
 import shutil
 import subprocess
@@ -69,6 +70,34 @@ class WeftLoadAgainstWeft(unittest.TestCase):
                 self.assertEqual(run.json["replies"]["bytes"]["content"], 600 * 10_000)
                 self.assertEqual(run.json["connections"]["total"], 150)
                 self.assert_counts_match_log(run, srv, log)
+
+    def test_added_headers_reach_the_server(self):
+        # A precompressed variant answers every request that accepts gzip: the body bytes show
+        # whether the field went out, over HTTP/1.1 and over HTTP/2 (h2c).
+        root = os.path.join(tempfile.mkdtemp(dir=self.tmp), "www")
+        os.makedirs(root)
+        text = b"".join(b"line %d of a text file\n" % i for i in range(500))
+        with open(os.path.join(root, "t.txt"), "wb") as f:
+            f.write(text)
+        packed = gzip.compress(text)
+        with open(os.path.join(root, "t.txt.gz"), "wb") as f:
+            f.write(packed)
+        srv = WeftServer(root, "io_uring", settings={"server": {"precompressed": "on",
+                                                                "h2c": True}})
+        srv.start()
+        self.addCleanup(srv.cleanup)
+        base = ["--server", "127.0.0.1", "--port", srv.port, "--uri", "/t.txt", "--rate", 200,
+                "--num-conns", 10, "--num-calls", 3, "--timeout", 5]
+        for proto in ([], ["--http2"]):
+            for extra, size in (([], len(text)),
+                                (["--add-header", "Accept-Encoding: gzip",
+                                  "--add-header", "X-Trace:  a b\t"], len(packed))):
+                with self.subTest(proto=proto, extra=extra):
+                    run = run_load(base + proto + extra)
+                    self.assertEqual(run.returncode, 0, run.describe())
+                    self.assertEqual(run.errors()["total"], 0, run.describe())
+                    self.assertEqual(run.json["replies"]["bytes"]["content"], 30 * size,
+                                     run.describe())
 
     def test_missing_files_count_as_http_4xx(self):
         srv, log = self.serve()
