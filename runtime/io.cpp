@@ -9,6 +9,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "runtime/io_driver_internal.hpp"
@@ -207,6 +208,15 @@ int64_t try_sendfile(int fd_out, int fd_in, int64_t offset, std::size_t len) {
   ssize_t n;
   do {
     n = ::sendfile(fd_out, fd_in, offset >= 0 ? &off : nullptr, len);
+  } while (n < 0 && errno == EINTR);
+  return n >= 0 ? n : -errno;
+}
+
+int64_t try_read(int fd, void* buf, std::size_t len, int64_t offset) {
+  iovec iov{buf, len};
+  ssize_t n;
+  do {
+    n = ::preadv2(fd, &iov, 1, offset, RWF_NOWAIT);
   } while (n < 0 && errno == EINTR);
   return n >= 0 ? n : -errno;
 }

@@ -12,11 +12,15 @@
 #              -c 10 -m 32 (ten connections, 32 streams each; issue 44). NGINX serves it with
 #              `listen ... ssl http2` and keepalive_requests raised (its default ends a
 #              connection after 1,000 streams, which h2load does not reconnect).
+#   h2-64k:    HTTP/2, the 64 KiB file, h2load -c 10 -m 8;
+#   h2-page:   HTTP/2, a page of 60 files of 1-100 KB (html, css, js, images; sizes
+#              log-uniform, fixed seed), h2load -c 10 -m 32 cycling through the 60 URIs.
 # It prints requests/s and requests per server CPU-second (utime+stime of the server process
 # from /proc) per round, then medians and the weft/NGINX ratios.
 # Usage: scripts/bench/tls_bench.sh [SECONDS] [ROUNDS] [LOADS]
-#   LOADS: "handshake ka-100 ka-64k" (default), a subset, or with h2-100. SERVERS="weft weft-epoll nginx"
-#   (default) picks servers; WEFT=BINARY another weft build; WEFT_B=BINARY adds "weft-b".
+#   LOADS: "handshake ka-100 ka-64k" (default), a subset, or with h2-100 h2-64k h2-page.
+#   SERVERS="weft weft-epoll nginx" (default) picks servers, h2o among them for H2O 2.2.5 (one
+#   thread, the same certificate); WEFT=BINARY another weft build; WEFT_B=BINARY adds "weft-b".
 #   CAP=FRACTION puts each server in a cgroup v1 cpu group of its own capped at that share of a
 #   core (e.g. 0.3), so that one client core saturates it: a handshake costs the client about
 #   what it costs the server, and a server below saturation spends CPU waiting (weft's idle
@@ -40,6 +44,17 @@ root=$work/www
 mkdir -p "$root" "$work/logs" && chmod 1777 "$work/logs"
 head -c 100 /dev/urandom | base64 -w0 | head -c 100 > "$root/100.txt"
 head -c 65536 /dev/urandom > "$root/64k.bin"
+mkdir -p "$root/page"
+python3 - "$root/page" > "$work/page-uris.txt" <<'PY'
+import os, random, sys
+rnd = random.Random(44)
+for i in range(60):
+    ext = ("html", "css", "js", "png", "jpg")[i % 5]
+    size = int(1000 * (100 ** rnd.random()))  # 1 KB .. 100 KB, log-uniform
+    with open(os.path.join(sys.argv[1], "f%02d.%s" % (i, ext)), "wb") as f:
+        f.write(os.urandom(size))
+    print("/page/f%02d.%s" % (i, ext))
+PY
 chmod -R a+rX "$root"
 # The certificate of the issue's targets: ECDSA P-256, self-signed, for 127.0.0.1.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
@@ -47,7 +62,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
   -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 chmod 644 "$work/key.pem"
 
-declare -A port=([weft]=18301 [weft-epoll]=18302 [nginx]=18303 [weft-b]=18304)
+declare -A port=([weft]=18301 [weft-epoll]=18302 [nginx]=18303 [weft-b]=18304 [h2o]=18305)
 weft_conf() {  # port backend
   cat <<CONF
 [server]
@@ -84,11 +99,31 @@ http {
   open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;
   client_body_temp_path $work/nginx/cb; proxy_temp_path $work/nginx/px;
   fastcgi_temp_path $work/nginx/fc; uwsgi_temp_path $work/nginx/uw; scgi_temp_path $work/nginx/sc;
-  types { text/plain txt; application/octet-stream bin; }
+  types { text/plain txt; application/octet-stream bin; text/html html; text/css css;
+          application/javascript js; image/png png; image/jpeg jpg; }
   ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
   ssl_protocols TLSv1.3; ssl_ecdh_curve X25519;
   server { listen 127.0.0.1:${port[nginx]} ssl http2 backlog=4096; root $root; }
 }
+CONF
+cat > "$work/h2o.conf" <<CONF
+num-threads: 1
+user: nobody
+pid-file: $work/logs/h2o.pid
+error-log: $work/logs/h2o-error.log
+max-connections: 10000
+listen:
+  host: 127.0.0.1
+  port: ${port[h2o]}
+  ssl:
+    certificate-file: $work/cert.pem
+    key-file: $work/key.pem
+    minimum-version: TLSv1.3
+hosts:
+  "default":
+    paths:
+      "/":
+        file.dir: $root
 CONF
 
 groups=()
@@ -117,6 +152,7 @@ for s in $servers; do
     weft-b) capped "$s" "$WEFT_B" -c "$work/weft-b.toml" ;;
     nginx) capped "$s" nginx -p "$work/nginx" -e "$work/logs/nginx-error.log" \
              -c "$work/nginx/nginx.conf" ;;
+    h2o) capped "$s" h2o -c "$work/h2o.conf" ;;
   esac
 done
 sleep 1.5
@@ -131,8 +167,14 @@ run_one() {  # round load server
   [[ $ld == handshake ]] && args+=(-H 'Connection: close')
   [[ $ld == ka-64k ]] && file=64k.bin
   t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
-  if [[ $ld == h2-100 ]]; then
-    out=$(taskset -c 1 h2load -c 10 -m 32 -D "$secs" "https://127.0.0.1:$p/$file")
+  if [[ $ld == h2-* ]]; then
+    local h2=(-c 10 -m 32 -D "$secs")
+    case $ld in
+      h2-64k) h2=(-c 10 -m 8 -D "$secs" "https://127.0.0.1:$p/64k.bin") ;;
+      h2-page) h2+=(-B "https://127.0.0.1:$p" -i "$work/page-uris.txt") ;;
+      *) h2+=("https://127.0.0.1:$p/$file") ;;
+    esac
+    out=$(taskset -c 1 h2load "${h2[@]}")
     n=$(awk '/^requests:/{print $8}' <<<"$out")
     grep -q ' 0 failed' <<<"$out" || echo "$s $ld: $(grep '^requests:' <<<"$out")" >&2
   else

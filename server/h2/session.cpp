@@ -144,47 +144,77 @@ struct H2Callbacks {
     return 0;
   }
 
-  static ssize_t read_body(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
-                           nghttp2_data_source* source, void* user) {
+  // Tells nghttp2 how much of the body the next DATA frame carries; the bytes go into the
+  // send batch in send_data, straight from the file or memory (NO_COPY: nghttp2 would copy
+  // them into its own buffer first, and produce() into the batch again).
+  static ssize_t read_body(nghttp2_session*, int32_t, uint8_t*, size_t length, uint32_t* flags,
+                           nghttp2_data_source* source, void*) {
+    const auto& s = *static_cast<H2Stream*>(source->ptr);
+    uint64_t left = 0;
+    for (std::size_t i = s.piece; i < s.pieces.size(); ++i) left += s.pieces[i].length;
+    left -= s.piece_done;
+    const uint64_t n = std::min<uint64_t>(length, left);
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (n == left) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+  }
+
+  // Appends one whole DATA frame (its 9-byte header, then `length` body bytes; weft never
+  // pads) to the batch produce() is filling. A file that cannot be read resets the stream.
+  static int send_data(nghttp2_session*, nghttp2_frame*, const uint8_t* framehd, size_t length,
+                       nghttp2_data_source* source, void* user) {
     H2Session& h = self(user);
     auto& s = *static_cast<H2Stream*>(source->ptr);
+    std::string& out = *h.sink_;
+    const std::size_t start = out.size();
+    out.append(reinterpret_cast<const char*>(framehd), 9);
+    out.resize(start + 9 + length);
+    char* into = out.data() + start + 9;
     std::size_t filled = 0;
-    while (filled < length && s.piece < s.pieces.size()) {
-      const H2Stream::Piece& p = s.pieces[s.piece];
-      uint64_t n = std::min<uint64_t>(length - filled, p.length - s.piece_done);
-      const uint64_t at = p.offset + s.piece_done;
-      switch (p.kind) {
-        case H2Stream::Piece::Kind::text:
-          std::memcpy(buf + filled, s.text.data() + at, n);
-          break;
-        case H2Stream::Piece::Kind::bytes:
-          std::memcpy(buf + filled, s.file->bytes.get() + at, n);
-          break;
-        case H2Stream::Piece::Kind::file: {
-          // Through the I/O driver: a read the disk must serve parks this fiber only.
-          const int64_t r =
-              h.service_.read_file(*s.file, reinterpret_cast<char*>(buf) + filled, n, at);
-          if (r <= 0) {
-            static LogThrottle failed{10};
-            failed.log(spdlog::level::warn, "{}: HTTP/2: reading {:?}: {}; resetting the stream",
-                       h.wire_.peer, s.file->path,
-                       r == 0 ? "it shrank" : std::strerror(static_cast<int>(-r)));
-            if (filled > 0) return static_cast<ssize_t>(filled);
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-          }
-          n = static_cast<uint64_t>(r);
-          break;
-        }
+    while (filled < length) {
+      const int64_t n = fill(h, s, into + filled, length - filled);
+      if (n <= 0) {
+        out.resize(start);
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
-      filled += n;
-      s.piece_done += n;
-      if (s.piece_done == p.length) {
-        ++s.piece;
-        s.piece_done = 0;
+      filled += static_cast<std::size_t>(n);
+    }
+    return 0;
+  }
+
+  // Copies up to `want` bytes of stream `s`'s body from its current piece into `into`;
+  // returns the count, or 0 or -errno (logged) when its file could not be read.
+  static int64_t fill(H2Session& h, H2Stream& s, char* into, std::size_t want) {
+    const H2Stream::Piece& p = s.pieces[s.piece];
+    uint64_t n = std::min<uint64_t>(want, p.length - s.piece_done);
+    const uint64_t at = p.offset + s.piece_done;
+    switch (p.kind) {
+      case H2Stream::Piece::Kind::text:
+        std::memcpy(into, s.text.data() + at, n);
+        break;
+      case H2Stream::Piece::Kind::bytes:
+        std::memcpy(into, s.file->bytes.get() + at, n);
+        break;
+      case H2Stream::Piece::Kind::file: {
+        // Through the connection: a read the disk must serve parks this fiber only.
+        const int64_t r = h.service_.read_file(*s.file, into, n, at);
+        if (r <= 0) {
+          static LogThrottle failed{10};
+          failed.log(spdlog::level::warn, "{}: HTTP/2: reading {:?}: {}; resetting the stream",
+                     h.wire_.peer, s.file->path,
+                     r == 0 ? "it shrank" : std::strerror(static_cast<int>(-r)));
+          return r;
+        }
+        n = static_cast<uint64_t>(r);
+        break;
       }
     }
-    if (s.piece == s.pieces.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return static_cast<ssize_t>(filled);
+    s.piece_done += n;
+    if (s.piece_done == p.length) {
+      ++s.piece;
+      s.piece_done = 0;
+    }
+    return static_cast<int64_t>(n);
   }
 };
 
@@ -212,6 +242,7 @@ bool H2Session::open() {
   nghttp2_session_callbacks_set_on_frame_recv_callback(cb, H2Callbacks::on_frame_recv);
   nghttp2_session_callbacks_set_on_frame_send_callback(cb, H2Callbacks::on_frame_send);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, H2Callbacks::on_stream_close);
+  nghttp2_session_callbacks_set_send_data_callback(cb, H2Callbacks::send_data);
   int rc = nghttp2_option_new(&opt);
   if (rc == 0) {
     nghttp2_option_set_max_outbound_ack(opt, config_.h2_max_queued_control_frames);
@@ -271,6 +302,7 @@ bool H2Session::feed(std::span<const char> bytes) {
 
 int64_t H2Session::produce(std::string& out, std::size_t limit) {
   const std::size_t before = out.size();
+  sink_ = &out;  // where send_data puts DATA frames, in order with the other frames
   while (out.size() < limit) {
     const uint8_t* data = nullptr;
     const auto n = nghttp2_session_mem_send(session_, &data);

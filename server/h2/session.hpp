@@ -161,6 +161,7 @@ class H2Session {
   std::vector<int32_t> ready_;      // streams whose request is complete, not yet answered
   ResponseFields response_;         // the fields of the response being submitted
   std::string out_;                 // bytes to send, batched
+  std::string* sink_ = &out_;       // the batch produce() fills (send_data appends to it)
   rt::TimePoint last_recv_{};
   unsigned window_updates_ = 0;  // WINDOW_UPDATEs since the last DATA frame sent
   bool calm_ = false;            // a flood was seen: GOAWAY ENHANCE_YOUR_CALM
