@@ -53,7 +53,8 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 # Frame types and error codes (RFC 9113 §6, §7).
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
     0, 1, 3, 4, 6, 7, 8, 9)
-NO_ERROR, PROTOCOL_ERROR, REFUSED_STREAM, CANCEL, ENHANCE_YOUR_CALM = 0, 1, 7, 8, 11
+NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, REFUSED_STREAM, CANCEL, ENHANCE_YOUR_CALM = (
+    0, 1, 2, 7, 8, 11)
 # The limits the abuse tests reach, small so that each is reached in few frames.
 LIMITS = {"max_concurrent_streams": 8, "max_resets": 20, "resets_per_second": 1,
           "max_continuations": 4, "max_queued_control_frames": 50, "max_window_updates": 100,
@@ -565,6 +566,27 @@ class H2:
         self.assertEqual(c.streams[sid]["reset"], CANCEL)
         c.sock.close()
         self.still_serves()
+
+    def test_a_file_that_shrinks_resets_its_stream(self):
+        # The body is framed as it goes: a file cut short under a stream ends that stream
+        # (RST_STREAM INTERNAL_ERROR, never padding or other bytes), and the connection goes on.
+        path = os.path.join(self.root, "shrinks-%s.bin" % self.backend)
+        data = os.urandom(1 << 20)
+        with open(path, "wb") as f:
+            f.write(data)
+        c = self.client(window=16384)  # the first 16 KiB, then the server waits for room
+        c.auto_ack = False
+        sid = c.request("/" + os.path.basename(path))
+        s = c.streams[sid]
+        self.assertTrue(c.until(lambda: len(s["body"]) == 16384))
+        os.truncate(path, 1024)
+        c.resume()
+        self.assertTrue(c.until(lambda: s["reset"] is not None or s["ended"]))
+        self.assertEqual(s["reset"], INTERNAL_ERROR)
+        self.assertEqual(s["body"], data[:len(s["body"])])
+        status, _, body = c.get("/hello.txt")  # the same connection serves on
+        self.assertEqual(status, 200)
+        self.assertIn("it shrank; resetting the stream", self.srv.log())
 
     def test_idle_connection_goaway(self):
         c = self.client()
