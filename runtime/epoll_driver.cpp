@@ -22,10 +22,11 @@
 // Events, timeouts (the processor's timer heap) and cancel requests all complete a wait on
 // the owner thread before it wakes the fiber; so nothing refers to the wait once the fiber
 // runs again.
-// An accept first waits for the processor's next poll of its epoll, then takes one
-// connection: under a flood the established connections' events are reaped, and their
-// fibers queued, between two accepts, as io_uring's accept completions are (admission
-// fairness; docs/benchmarks.md, "epoll under overload").
+// An accept that follows another with no poll of the processor's epoll between (while a
+// connection of the processor waits for an event) first waits for the next poll: under a
+// flood the established connections' events are reaped, and their fibers queued, between
+// two accepts, as io_uring's accept completions are (admission fairness;
+// docs/benchmarks.md, "epoll under overload").
 // A receive that waited is made by the driver as it reaps the event, before the fiber runs,
 // so that the receives of one batch carry one I/O stamp (io_epoch.hpp).
 // A file read at an offset tries preadv2(RWF_NOWAIT) first, which copies what the page
@@ -353,26 +354,34 @@ class EpollDriver final : public IoDriver {
     }
   }
 
-  // One connection per poll of the processor's epoll: the accept waits for the next one
-  // before it tries. accept4 succeeds without waiting while the listen queue holds anyone,
-  // so an acceptor that looped on it would take a flood into the server while the events of
-  // the connections already in it waited for a poll; waiting a round lets that poll queue
-  // their fibers first (issue 46: failed sessions past saturation, docs/benchmarks.md).
+  // At most one connection per poll of the processor's epoll: an accept that follows
+  // another with no poll between waits for the next one before it tries. accept4 succeeds
+  // without waiting while the listen queue holds anyone, so an acceptor that looped on it
+  // would take a flood into the server while the events of the connections already in it
+  // waited for a poll; waiting a round lets that poll queue their fibers first (issue 46:
+  // failed sessions past saturation, docs/benchmarks.md).
   int64_t do_accept(IoRequest& r) {
-    current()->wait_for_round();
+    current()->pace_accept();
     int64_t fd = retry(r, POLLIN, [&] {
       return ::accept4(r.fd, r.args.accept.addr, r.args.accept.addrlen, r.args.accept.flags);
     });
     if (fd >= 0) {
-      current()->forget(static_cast<int>(fd));  // a new file: nothing registered
+      EpollDriver* d = current();       // the wait may have moved the fiber
+      d->forget(static_cast<int>(fd));  // a new file: nothing registered
+      d->accepted_in_poll_ = d->polls_;
       fd_generation::begin_connection(static_cast<int>(fd));
     }
     return fd;
   }
 
-  // Parks the calling fiber until this processor's next poll of its epoll has handled what
-  // it reaped (at once when the processor has nothing else to run).
-  void wait_for_round() {
+  // Parks the calling fiber, when this processor has accepted since its last poll of its
+  // epoll and some connection of its waits for an event, until the next poll has handled
+  // what it reaped (at once when the processor has nothing else to run). Waiting on every
+  // accept cost a poll per connection where none waits (one-request connections whose
+  // requests came with them): 3-8% of their requests per CPU-second (docs/benchmarks.md).
+  void pace_accept() {
+    if (polls_ != accepted_in_poll_) return;  // polled since: its events are queued already
+    if (edge_waits_ == 0) return;             // a poll would wake no connection
     Waiter w;
     rounds_.push_back(&w);
     w.wait();
@@ -520,6 +529,7 @@ class EpollDriver final : public IoDriver {
     if (parked) return -EEXIST;
     parked = &w;
     w.edge = true;
+    ++edge_waits_;
     return 0;
   }
 
@@ -577,6 +587,7 @@ class EpollDriver final : public IoDriver {
   // registration (which stays), or its oneshot registration and slot.
   void release(ReadyState& w, bool by_event) {
     if (w.edge) {
+      --edge_waits_;
       // The entry may belong to the number's next connection by now: only w's own place goes.
       RegEntry& e = reg(w.fd);
       if (e.in == &w) e.in = nullptr;
@@ -636,6 +647,7 @@ class EpollDriver final : public IoDriver {
     epoll_event evs[256];
     timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
     bump_owned(enters_);
+    ++polls_;
     int n = epoll_pwait2(epfd_, evs, 256, timeout_ns < 0 ? nullptr : &ts, nullptr);
     for (int i = 0; i < n; ++i) {
       uint64_t d = evs[i].data.u64;
@@ -691,9 +703,12 @@ class EpollDriver final : public IoDriver {
   int wake_fd_ = -1;
   std::vector<FdWait> slots_;
   std::vector<uint32_t> free_;
-  std::vector<RegEntry> reg_;             // by descriptor
-  WaitList rounds_;                       // accepts waiting for the next poll (do_accept)
-  std::shared_ptr<FileWorkers> workers_;  // shared by every processor's driver
+  std::vector<RegEntry> reg_;                 // by descriptor
+  WaitList rounds_;                           // accepts waiting for the next poll (pace_accept)
+  uint64_t polls_ = 0;                        // epoll_pwait2 calls so far
+  uint64_t edge_waits_ = 0;                   // waits parked on connections' edge registrations
+  uint64_t accepted_in_poll_ = ~uint64_t{0};  // polls_ at the last accept
+  std::shared_ptr<FileWorkers> workers_;      // shared by every processor's driver
 };
 
 }  // namespace

@@ -30,9 +30,9 @@ int socket(int domain, int type, int protocol);
 /// Accepts a connection (non-blocking, close-on-exec, a byte stream); returns the new fd or
 /// -errno. Close it with io::close or io::close_detached, never close(2): the epoll backend
 /// keeps the connection registered until then (fd_generation.hpp), and would wait on a
-/// registration the kernel dropped if the number came back. The epoll backend takes one
-/// connection per poll of the processor's events, so under a flood the connections already
-/// accepted are served between two accepts, as on io_uring.
+/// registration the kernel dropped if the number came back. The epoll backend takes at most
+/// one connection per poll of the processor's events, so under a flood the connections
+/// already accepted are served between two accepts, as on io_uring.
 int accept(int fd, sockaddr* addr, socklen_t* addrlen, TimePoint deadline = kNoDeadline,
            CancelToken* token = nullptr);
 
