@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "runtime/fd_generation.hpp"
 #include "runtime/io_driver_internal.hpp"
 #include "runtime/scheduler.hpp"
 
@@ -36,7 +37,11 @@ int64_t run(IoRequest& r) {
 
 int socket(int domain, int type, int protocol) {
   int fd = ::socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
-  return fd < 0 ? -errno : fd;
+  if (fd < 0) return -errno;
+  // A new file under this number: if it named a connection that was closed without
+  // io::close, the epoll backend must not take this socket for it.
+  fd_generation::end_connection(fd);
+  return fd;
 }
 
 int accept(int fd, sockaddr* addr, socklen_t* addrlen, TimePoint deadline, CancelToken* token) {
@@ -242,11 +247,13 @@ int statx(int dirfd, const char* path, int flags, unsigned mask, struct ::statx*
 }
 
 int close(int fd) {
+  fd_generation::end_connection(fd);  // before the number can be handed out again
   IoRequest r{.op = IoOpcode::close, .fd = fd};
   return static_cast<int>(run(r));
 }
 
 void close_detached(int fd) {
+  fd_generation::end_connection(fd);  // before the number can be handed out again
   Processor* p = Processor::current();
   IoDriver* d = p ? p->io_driver() : nullptr;
   if (d) {

@@ -27,7 +27,12 @@ namespace weft::rt::io {
 /// Creates a non-blocking, close-on-exec socket; returns the fd or -errno.
 int socket(int domain, int type, int protocol);
 
-/// Accepts a connection (non-blocking, close-on-exec); returns the new fd or -errno.
+/// Accepts a connection (non-blocking, close-on-exec, a byte stream); returns the new fd or
+/// -errno. Close it with io::close or io::close_detached, never close(2): the epoll backend
+/// keeps the connection registered until then (fd_generation.hpp), and would wait on a
+/// registration the kernel dropped if the number came back. The epoll backend takes at most
+/// one connection per poll of the processor's events, so under a flood the connections
+/// already accepted are served between two accepts, as on io_uring.
 int accept(int fd, sockaddr* addr, socklen_t* addrlen, TimePoint deadline = kNoDeadline,
            CancelToken* token = nullptr);
 
@@ -126,10 +131,12 @@ inline int openat(int dirfd, const char* path, int flags, unsigned mode = 0) {
 /// Fills *out like statx(2); returns 0 or -errno.
 int statx(int dirfd, const char* path, int flags, unsigned mask, struct ::statx* out);
 
-/// Closes fd; returns 0 or -errno.
+/// Closes fd (and, for an accepted connection, drops what the epoll backend kept for it);
+/// returns 0 or -errno.
 int close(int fd);
 
-/// Closes fd, which nothing uses any more, without waiting: on io_uring the close goes to
+/// Closes fd, which nothing uses any more, without waiting (dropping, for an accepted
+/// connection, what the epoll backend kept for it): on io_uring the close goes to
 /// the kernel with the processor's next batch of submissions (no system call of its own); a
 /// failure is dropped, as close(2)'s would be by a caller that cannot act on it. Outside a
 /// fiber of a runtime with an I/O driver it closes at once.

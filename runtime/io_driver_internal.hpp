@@ -207,6 +207,7 @@ struct ReadyState {
   bool done = false;   // completed once (a late event or cancel finds it done)
   int fd = -1;
   bool dup_fd = false;  // epoll: fd is this wait's own duplicate, closed when it completes
+  bool edge = false;    // epoll: parked on fd's edge-triggered registration, not in a slot
   uint32_t slot = 0;    // epoll: wait-table slot
   // epoll: the receive this wait is for, which the driver makes as it reaps the event (so
   // its stamp precedes any fiber of the batch: io_epoch.hpp); -EAGAIN when it was not made.

@@ -6,11 +6,13 @@
 # "small" set, timeout 2 s, as compare.py). Every 0.5 s it samples the listen queue
 # (Recv-Q/backlog), the connections established and half-open on the port, and the
 # kernel's ListenOverflows. It prints p99 (from schedule), replies, replies/s, failed
-# sessions by class, weft's CPU per reply (utime+stime) and the per-second timeline.
-# Usage (root): [WEFT=BINARY] [PROCS=N] [HELP_AGE=D] [QUOTA_US=Q] \
+# sessions by class and as a share of those started, weft's CPU per reply (utime+stime) and
+# the per-second timeline.
+# Usage (root): [WEFT=BINARY] [PROCS=N] [HELP_AGE=D] [QUOTA_US=Q] [BACKEND=B] \
 #   scripts/bench/capped_run.sh RATE SECONDS [weft extra TOML lines...]
 # PROCS processors (default 1) all share the capped core 0; HELP_AGE, when set, is runtime.help_age
-# ("0s" turns helping off: the fairness A/B).
+# ("0s" turns helping off: the fairness A/B); BACKEND is io.backend (auto, io_uring or epoll;
+# default auto).
 #   e.g. scripts/bench/capped_run.sh 2400 6 '[limits]' 'max_queue_wait = "0s"'
 # Needs build/release and the generated set (python3 www-fixtures/generate.py --preset small).
 set -euo pipefail
@@ -28,7 +30,7 @@ capped_setup $port "${QUOTA_US:-1000}" capped
 # only once per table, so extra lines name their own table).
 help_line=
 [[ -n ${HELP_AGE:-} ]] && help_line="help_age = \"$HELP_AGE\""
-weft_toml $port "$files" "${PROCS:-1}" auto "$help_line" > "$work/weft.toml"
+weft_toml $port "$files" "${PROCS:-1}" "${BACKEND:-auto}" "$help_line" > "$work/weft.toml"
 printf '%s\n' "$@" >> "$work/weft.toml"
 
 (echo $BASHPID > "$group/tasks"; exec taskset -c 0 "$weft" -c "$work/weft.toml") &
@@ -57,10 +59,13 @@ j = j[0] if isinstance(j, list) else j
 r = j["replies"]["total"]
 ticks = os.sysconf("SC_CLK_TCK")
 cpu_us = (float(sys.argv[3]) - float(sys.argv[2])) * 1e6 / ticks
+s = j["sessions"]
 print("p99 %.1f ms  replies %d  %.0f/s  failed %s  weft CPU %.1f us/reply"
       % (j["latency_ms"]["from_schedule"]["p99"], r, r / j["test_duration_s"],
          {k: v for k, v in j["errors"].items() if v and k != "all_classes_total"},
          cpu_us / max(r, 1)))
+print("sessions %d  failed sessions %.1f%%"
+      % (s["started"], 100.0 * s["failed"] / max(s["started"], 1)))
 print("timeline (replies/s):", [t["replies"] for t in j["timeline"]])
 PY
 sleep 2

@@ -140,7 +140,7 @@ void refuse(ServerContext& ctx, int fd, const sockaddr_storage& peer) {
   for (int i = 0; i < 4 && ::recv(fd, scratch, sizeof scratch, MSG_DONTWAIT) > 0; ++i) {
   }
   ::shutdown(fd, SHUT_WR);
-  ::close(fd);
+  io::close_detached(fd);  // an accepted connection: io.hpp's contract
   const uint64_t body = sent == static_cast<ssize_t>(out.size()) ? error_body(503).size() : 0;
   PeerText text;
   finish_request(ctx, {.peer = format_peer(peer, text),
@@ -171,7 +171,7 @@ namespace {
 void shed(int fd) {
   linger lg{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-  ::close(fd);
+  io::close_detached(fd);  // an accepted connection: io.hpp's contract
 }
 
 // Reads fd's TCP_INFO into `ti`; false when it cannot be read.
@@ -197,7 +197,7 @@ void admit(ServerContext& ctx, int c, const sockaddr_storage& peer, Site site, b
   if (!ctx.slots.take()) {
     metrics.on_rejected_connection();
     if (tls) {
-      ::close(c);
+      io::close_detached(c);  // an accepted connection: io.hpp's contract
     } else {
       refuse(ctx, c, peer);
     }

@@ -1,5 +1,6 @@
 // Tests runtime/io on both backends: echo with 10k connections, deadlines, cancellation,
-// SIGPIPE, EMFILE, file operations, and the bound on io_uring's kernel workers.
+// SIGPIPE, EMFILE, file operations, the bound on io_uring's kernel workers, and epoll's
+// edge-triggered connections (ready bits, generations) and one accept per poll.
 #include "runtime/io.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <dirent.h>
@@ -1034,18 +1036,23 @@ TEST(IoUring, CancelWakingAnotherProcessorNeverDeadlocks) {
   EXPECT_EQ(recv_result.load(), -ECANCELED);
 }
 
+// Options of a one-processor runtime on the epoll backend.
+RuntimeOptions epoll_options() {
+  IoOptions io;
+  io.backend = IoBackendKind::epoll;
+  RuntimeOptions o;
+  o.processors = 1;
+  o.make_driver = make_io_driver_factory(io);
+  return o;
+}
+
 // epoll: a cancel that ends a wait whose descriptor was closed meanwhile must not remove the
 // registration of a new wait on the same number. One processor: wait A on a socketpair end
 // (number N); that end is closed (its registration goes with the file); a new connection
 // gets N back and a second wait, B, registers N; then A's token is cancelled. The cancel
 // deleted N from epoll, so B saw its data only at its deadline.
 TEST(Epoll, StaleCancelLeavesAReusedNumbersWaitAlone) {
-  IoOptions io;
-  io.backend = IoBackendKind::epoll;
-  RuntimeOptions o;
-  o.processors = 1;
-  o.make_driver = make_io_driver_factory(io);
-  Runtime rt(o);
+  Runtime rt(epoll_options());
   std::atomic<int64_t> a_result{-1000};
   std::atomic<int64_t> b_result{-1000};
   rt.run([&] {
@@ -1080,6 +1087,215 @@ TEST(Epoll, StaleCancelLeavesAReusedNumbersWaitAlone) {
     EXPECT_EQ(a_result.load(), -ECANCELED);
     for (int d : {fd, srv, a[1], lfd}) ::close(d);
   });
+}
+
+// Accepts one connection on `lfd` from a new client; returns {client, server side}.
+std::pair<int, int> accepted_pair(int lfd, uint16_t port) {
+  int client = connect_to(port, now() + 5s);
+  int server = io::accept(lfd, nullptr, nullptr, now() + 5s);
+  return {client, server};
+}
+
+// Returns the completions the calling processor's driver has handled (io_driver.hpp).
+uint64_t completions_here() {
+  return Processor::current()->io_driver()->stats().completions;
+}
+
+// A receive that took part of what came leaves the rest readable without another event:
+// epoll's edge-triggered registration keeps the connection's ready bit until a try comes
+// back short or empty, so recv_when_ready tries at once instead of waiting for an edge that
+// will not come (it would wait out its deadline).
+TEST_P(IoTest, ReadinessPersistsAfterAPartialDrain) {
+  Runtime rt(opts(1));
+  rt.run([&] {
+    uint16_t port;
+    int lfd = listen_loopback(&port);
+    auto [client, srv] = accepted_pair(lfd, port);
+    ASSERT_GE(srv, 0);
+    char buf[4];
+    std::atomic<int64_t> first{-1000};
+    auto reader = spawn([&] { first = io::recv(srv, buf, sizeof buf, 0, now() + 5s); });
+    yield();  // one processor: the reader runs first and waits, registering srv
+    ASSERT_EQ(::write(client, "abcdefghij", 10), 10);
+    reader.join();
+    EXPECT_EQ(first.load(), 4);
+    EXPECT_EQ(io::recv_when_ready(srv, buf, sizeof buf, 0, now() + 5s), 4);
+    EXPECT_EQ(std::string(buf, 4), "efgh");
+    EXPECT_EQ(io::recv_when_ready(srv, buf, sizeof buf, 0, now() + 5s), 2);
+    EXPECT_EQ(std::string(buf, 2), "ij");
+    // Drained (a short receive): the next receive waits for new bytes, and gets them.
+    std::atomic<int64_t> next{-1000};
+    auto waiter = spawn([&] { next = io::recv_when_ready(srv, buf, sizeof buf, 0, now() + 5s); });
+    yield();
+    ASSERT_EQ(::write(client, "k", 1), 1);
+    waiter.join();
+    EXPECT_EQ(next.load(), 1);
+    io::close(srv);
+    ::close(client);
+    ::close(lfd);
+  });
+}
+
+// Admission fairness: under a flood of new connections, an established connection whose
+// bytes have arrived is served between two accepts, not after the whole listen queue. One
+// processor; the acceptor never yields by itself. epoll's accept4 succeeds without waiting
+// while the queue holds anyone, so before each accept waited for a poll of the processor's
+// events the reader ran only after all kFlood accepts.
+TEST_P(IoTest, AcceptUnderAFloodLetsAReadyConnectionRead) {
+  constexpr int kFlood = 32;
+  Runtime rt(opts(1));
+  rt.run([&] {
+    uint16_t port;
+    int lfd = listen_loopback(&port);
+    auto [client, srv] = accepted_pair(lfd, port);
+    ASSERT_GE(srv, 0);
+    std::atomic<int> accepted{0};
+    std::atomic<int> accepted_at_read{-1};
+    auto reader = spawn([&] {
+      char c;
+      EXPECT_EQ(io::recv(srv, &c, 1, 0, now() + 5s), 1);
+      accepted_at_read = accepted.load();
+    });
+    yield();  // the reader waits on srv
+    std::vector<int> flood;
+    for (int i = 0; i < kFlood; ++i) {
+      // Blocking connects: on loopback the handshake completes within the call.
+      int f = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a = loopback(port);
+      ASSERT_EQ(::connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+      flood.push_back(f);
+    }
+    ASSERT_EQ(::write(client, "x", 1), 1);
+    std::vector<int> taken;
+    for (int i = 0; i < kFlood; ++i) {
+      int c = io::accept(lfd, nullptr, nullptr, now() + 5s);
+      ASSERT_GE(c, 0);
+      taken.push_back(c);
+      accepted.fetch_add(1);
+    }
+    reader.join();
+    EXPECT_GE(accepted_at_read.load(), 0);
+    EXPECT_LT(accepted_at_read.load(), kFlood) << "the ready connection waited for the flood";
+    for (int c : taken) io::close(c);
+    for (int f : flood) ::close(f);
+    io::close(srv);
+    ::close(client);
+    ::close(lfd);
+  });
+}
+
+// epoll: an event of a closed connection must not complete a wait on the connection that
+// got its number next. The old connection's file is kept open by a duplicate, so its
+// edge-triggered registration (under its number) outlives the close and still fires; its
+// event carries the old generation and must be dropped. One processor.
+TEST(Epoll, StaleGenerationEventLeavesTheNumbersNextConnectionAlone) {
+  Runtime rt(epoll_options());
+  rt.run([&] {
+    uint16_t port;
+    int lfd = listen_loopback(&port);
+    auto [client1, c1] = accepted_pair(lfd, port);
+    ASSERT_GE(c1, 0);
+    char b;
+    EXPECT_EQ(io::recv(c1, &b, 1, 0, now() + 1ms), -ETIMEDOUT);  // registers c1 here
+    const int keep = ::dup(c1);  // c1's file, and its registration, stay
+    const int n = c1;
+    const int client2 = connect_to(port, now() + 5s);  // before the close: not on n
+    io::close(c1);
+    const int c2 = io::accept(lfd, nullptr, nullptr, now() + 5s);
+    ASSERT_EQ(c2, n) << "the new connection did not get the closed number back";
+    std::atomic<int64_t> got{-1000};
+    auto next_owner = spawn([&] {
+      char c;
+      got = io::recv(c2, &c, 1, 0, now() + 5s);
+    });
+    yield();  // the next owner waits on n (registered again, under the new generation)
+    const uint64_t before = completions_here();
+    ASSERT_EQ(::write(client1, "old", 3), 3);  // fires the old registration of n
+    // The poll that reaps keep's event reaps the old registration's too (both were ready
+    // before it ran): exactly one completion, keep's own.
+    EXPECT_TRUE(io::poll(keep, POLLIN, now() + 5s) & POLLIN);
+    EXPECT_EQ(completions_here() - before, 1u) << "the old event completed the new wait";
+    EXPECT_EQ(got.load(), -1000);
+    ASSERT_EQ(::write(client2, "y", 1), 1);
+    next_owner.join();
+    EXPECT_EQ(got.load(), 1);
+    io::close(c2);
+    for (int d : {keep, client1, client2, lfd}) ::close(d);
+  });
+}
+
+// epoll, across processors: processor A registers connection c1; B closes it and accepts
+// a new connection that gets c1's number; A's next wait on that number must register it
+// again (A's entry belongs to the closed connection, whose registration the kernel dropped)
+// instead of waiting on nothing until its deadline. Two one-processor runtimes on two
+// threads stand for two processors: the generations are process-wide, as the drivers of one
+// runtime see them.
+TEST(Epoll, ANumbersNextConnectionIsRegisteredAgainOnEveryProcessor) {
+  const RuntimeOptions o = epoll_options();
+  uint16_t port;
+  const int lfd = listen_loopback(&port);
+  std::atomic<int> step{0};
+  std::atomic<int> c1{-1}, c2{-1}, client2{-1};
+  std::atomic<int64_t> got{-1000};
+  // Waits (bounded) until the other runtime has reached step s.
+  auto reach = [&](int s) {
+    for (int i = 0; i < 100'000 && step.load() < s; ++i) sleep_for(100us);
+    return step.load() >= s;
+  };
+  std::thread b_thread([&] {
+    Runtime b(o);
+    b.run([&] {
+      if (!reach(1)) return;
+      client2 = connect_to(port, now() + 5s);  // before the close: not on c1's number
+      io::close(c1.load());
+      c2 = io::accept(lfd, nullptr, nullptr, now() + 5s);
+      step = 2;
+      if (!reach(3)) return;
+      ASSERT_EQ(::write(client2.load(), "y", 1), 1);
+    });
+  });
+  Runtime a(o);
+  a.run([&] {
+    const int client1 = connect_to(port, now() + 5s);
+    c1 = io::accept(lfd, nullptr, nullptr, now() + 5s);
+    ASSERT_GE(c1.load(), 0);
+    char b;
+    EXPECT_EQ(io::recv(c1.load(), &b, 1, 0, now() + 1ms), -ETIMEDOUT);  // registers c1 on A
+    const int n = c1.load();
+    step = 1;
+    ASSERT_TRUE(reach(2));
+    ASSERT_EQ(c2.load(), n) << "the new connection did not get the closed number back";
+    auto reader = spawn([&] {
+      char c;
+      got = io::recv(c2.load(), &c, 1, 0, now() + 5s);
+    });
+    yield();  // the reader waits on n
+    step = 3;
+    reader.join();
+    EXPECT_EQ(got.load(), 1) << "A waited on the closed connection's registration";
+    io::close(c2.load());
+    ::close(client1);
+  });
+  step = 3;  // lets B finish if A stopped early
+  b_thread.join();
+  if (client2.load() >= 0) ::close(client2.load());
+  ::close(lfd);
+}
+
+// try_read copies what the page cache holds at once and answers EAGAIN, without waiting, for
+// a page it does not hold: the HTTP/2 body path's first try before the driver's read.
+TEST(IoTryRead, CopiesCachedPagesAndRefusesTheOthers) {
+  const int f = evicted_file(4);
+  if (f < 0) GTEST_SKIP() << "pages cannot be dropped from the page cache under /var/tmp";
+  std::string buf(kBlock, 'x');
+  EXPECT_EQ(io::try_read(f, buf.data(), buf.size(), 0), -EAGAIN);  // evicted_file checked it
+  ASSERT_EQ(::pread(f, buf.data(), buf.size(), 0), static_cast<ssize_t>(kBlock));  // cached now
+  buf.assign(kBlock, 'x');
+  EXPECT_EQ(io::try_read(f, buf.data(), buf.size(), 0), static_cast<int64_t>(kBlock));
+  EXPECT_EQ(buf, std::string(kBlock, '\0'));  // block 0 is filled with byte 0
+  EXPECT_EQ(io::try_read(f, buf.data(), buf.size(), 4 * kBlock), 0);  // the end of the file
+  ::close(f);
+  EXPECT_EQ(io::try_read(f, buf.data(), 1, 0), -EBADF);
 }
 
 }  // namespace
