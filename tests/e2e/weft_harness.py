@@ -10,8 +10,10 @@ malformed input), ServerCase (one server per test class) and per_backend() (one 
 test class per backend).
 """
 
+import ctypes
 import fcntl
 import http.client
+import mmap
 import os
 import re
 import shutil
@@ -367,17 +369,43 @@ def metric(port, name):
     raise AssertionError("no metric %s in %r" % (name, data[:200]))
 
 
+def pages_resident(fd, size):
+    """Returns how many pages of the first `size` bytes of file `fd` are in the page cache,
+    asked with mincore(2), which reads nothing. (A one-byte preadv with RWF_NOWAIT answers
+    too, but a miss starts the readahead of what it asked for, so pages found gone could be
+    cached again by the time the test reads them.) Python's mmap module has no mincore:
+    libc's, through ctypes."""
+    if size == 0:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "mmap for mincore")
+    try:
+        vec = (ctypes.c_ubyte * ((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE))()
+        if libc.mincore(addr, size, vec) != 0:
+            raise OSError(ctypes.get_errno(), "mincore")
+        return sum(v & 1 for v in vec)
+    finally:
+        libc.munmap(addr, size)
+
+
 def drop_pages(path, tries=20):
-    """Drops `path`'s pages from the page cache; returns whether they are gone (a tmpfs keeps
-    them). A page in another CPU's LRU batch is skipped by DONTNEED, so it asks again."""
+    """Drops `path`'s pages from the page cache; returns whether they are all gone (a tmpfs
+    keeps them). A page in another CPU's LRU batch is skipped by DONTNEED, so it asks
+    again."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fdatasync(fd)
+        size = os.fstat(fd).st_size
         for attempt in range(tries):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            try:
-                os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT)
-            except BlockingIOError:
+            if pages_resident(fd, size) == 0:
                 return True
             if attempt + 1 < tries:
                 time.sleep(0.01)

@@ -25,6 +25,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -750,6 +751,19 @@ TEST(IoUring, KernelWorkersStayBounded) {
 // dropped (a tmpfs keeps them), so the caller skips.
 constexpr std::size_t kBlock = 16 * 1024;
 
+// Returns whether none of the first `size` bytes of file `f` is in the page cache, asked with
+// mincore, which reads nothing (a one-byte preadv2 with RWF_NOWAIT answers too, but a miss
+// starts the readahead of the pages it asked about).
+bool none_resident(int f, std::size_t size) {
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, f, 0);
+  if (map == MAP_FAILED) return false;
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> pages((size + page - 1) / page);
+  const bool ok = ::mincore(map, size, pages.data()) == 0;
+  ::munmap(map, size);
+  return ok && std::none_of(pages.begin(), pages.end(), [](unsigned char p) { return p & 1; });
+}
+
 int evicted_file(int blocks) {
   char path[] = "/var/tmp/weft-io-cold-XXXXXX";  // a disk: /tmp may be a tmpfs
   int f = mkstemp(path);
@@ -764,9 +778,7 @@ int evicted_file(int blocks) {
   // A page still in another CPU's LRU batch is skipped by DONTNEED: ask again, a few times.
   for (int tries = 0; tries < 20; ++tries) {
     ::posix_fadvise(f, 0, 0, POSIX_FADV_DONTNEED);
-    char c;
-    iovec iov{&c, 1};
-    if (::preadv2(f, &iov, 1, 0, RWF_NOWAIT) != 1) return f;
+    if (none_resident(f, static_cast<std::size_t>(blocks) * kBlock)) return f;
     std::this_thread::sleep_for(10ms);
   }
   ::close(f);  // still cached: cannot test here
@@ -1282,13 +1294,21 @@ TEST(Epoll, ANumbersNextConnectionIsRegisteredAgainOnEveryProcessor) {
   ::close(lfd);
 }
 
-// try_read copies what the page cache holds at once and answers EAGAIN, without waiting, for
-// a page it does not hold: the HTTP/2 body path's first try before the driver's read.
-TEST(IoTryRead, CopiesCachedPagesAndRefusesTheOthers) {
+// try_read copies what the page cache holds at once, and never waits for the disk: the
+// HTTP/2 body path's first try before the driver's read. For a page that is not cached the
+// kernel starts its readahead and answers EAGAIN, or, when that read completed at once (a
+// fast virtual disk does, 1 in a few runs here), copies it: either answer is right, and the
+// bytes, when any, are the file's.
+TEST(IoTryRead, CopiesCachedPagesAndNeverWaitsForOthers) {
   const int f = evicted_file(4);
   if (f < 0) GTEST_SKIP() << "pages cannot be dropped from the page cache under /var/tmp";
   std::string buf(kBlock, 'x');
-  EXPECT_EQ(io::try_read(f, buf.data(), buf.size(), 0), -EAGAIN);  // evicted_file checked it
+  const int64_t cold = io::try_read(f, buf.data(), buf.size(), kBlock);  // block 1: not cached
+  if (cold != -EAGAIN) {
+    ASSERT_GT(cold, 0) << "neither EAGAIN nor the cached bytes";
+    EXPECT_EQ(buf.substr(0, static_cast<std::size_t>(cold)),
+              std::string(static_cast<std::size_t>(cold), '\1'));
+  }
   ASSERT_EQ(::pread(f, buf.data(), buf.size(), 0), static_cast<ssize_t>(kBlock));  // cached now
   buf.assign(kBlock, 'x');
   EXPECT_EQ(io::try_read(f, buf.data(), buf.size(), 0), static_cast<int64_t>(kBlock));
