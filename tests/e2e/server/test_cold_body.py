@@ -189,7 +189,12 @@ class ColdThreads:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
         cls.concurrent = min(cls.files, (want - 200) // 2)
         cls.settings = dict(cls.settings)
-        cls.settings.update({"limits": {"max_connections": cls.concurrent + 100},
+        # Every connection opens at once, and truly cold files take a while under TSan: one
+        # that waited in the listen queue past limits.max_queue_wait would be reset, and one
+        # queued past limits.queue_target would close the admission gate (test_overload.py
+        # tests both). Both off: this test is about the threads.
+        cls.settings.update({"limits": {"max_connections": cls.concurrent + 100,
+                                        "max_queue_wait": "0s", "queue_target": "0s"},
                              "timeouts": {"shutdown_grace": "5s", "send": "30s"}})
         io = {"iowq_bounded": 2, "iowq_unbounded": 2}
         io.update(cls.settings.get("io", {}))
