@@ -369,20 +369,32 @@ def metric(port, name):
     raise AssertionError("no metric %s in %r" % (name, data[:200]))
 
 
+_libc = None
+
+
+def _mincore_libc():
+    """libc with mmap, munmap and mincore typed for ctypes (Python's mmap module has no
+    mincore), set up once."""
+    global _libc
+    if _libc is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_int, ctypes.c_long]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        _libc = libc
+    return _libc
+
+
 def pages_resident(fd, size):
     """Returns how many pages of the first `size` bytes of file `fd` are in the page cache,
     asked with mincore(2), which reads nothing. (A one-byte preadv with RWF_NOWAIT answers
     too, but a miss starts the readahead of what it asked for, so pages found gone could be
-    cached again by the time the test reads them.) Python's mmap module has no mincore:
-    libc's, through ctypes."""
+    cached again by the time the test reads them.)"""
     if size == 0:
         return 0
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_long]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    libc = _mincore_libc()
     addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
     if addr in (None, ctypes.c_void_p(-1).value):
         raise OSError(ctypes.get_errno(), "mmap for mincore")

@@ -156,9 +156,10 @@ class CompareRepeatedWithAFleet(unittest.TestCase):
                 with open(os.path.join(out, "loadgen", "%s.client%d" % (name, i))) as f:
                     part = json.load(f)
                 part_reports.append(part[0] if isinstance(part, list) else part)
-            for key in (("tls", "handshakes"), ("connections", "total")):
-                self.assertEqual(j[key[0]][key[1]], sum(p[key[0]][key[1]] for p in part_reports),
-                                 (name, key))
+            for section, field in (("tls", "handshakes"), ("connections", "total")):
+                self.assertEqual(j[section][field],
+                                 sum(p[section][field] for p in part_reports),
+                                 (name, section, field))
             self.assertGreater(j["tls"]["handshakes"], 0, name)
             self.assertLessEqual(j["tls"]["handshakes"], j["connections"]["total"], name)
             merged += 1
