@@ -160,8 +160,10 @@ void Compressor::Shared::work(std::shared_ptr<Shared> s) {
     if (s->stop) break;
     Job job = std::move(s->queue.front());
     s->queue.pop_front();
-    lock.unlock();
+    // Counted as running before the lock goes: a job is always queued or running, so a
+    // reader that sees the queue empty and then nothing running knows every job ended.
     s->running.fetch_add(1, std::memory_order_relaxed);
+    lock.unlock();
     s->run(job);
     s->running.fetch_sub(1, std::memory_order_relaxed);
     job.file.reset();  // closes a dropped entry's descriptor here, not under the lock

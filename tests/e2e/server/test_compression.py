@@ -112,8 +112,11 @@ class Compression:
     def wait_idle(self):
         """Waits until no compression runs or waits for a worker."""
         for _ in range(POLL_TRIES):
-            if (self.metric("weft_compressions_running") == 0 and
-                    self.metric("weft_compressions_queued") == 0):
+            # The queue first: a job leaves it already counted as running, so an empty queue
+            # and then nothing running leave no job behind (the other order can miss one
+            # between the two reads, as a job of the test before this one once was).
+            if (self.metric("weft_compressions_queued") == 0 and
+                    self.metric("weft_compressions_running") == 0):
                 return
             time.sleep(0.05)
         self.fail("the compression workers never went idle")
