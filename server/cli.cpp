@@ -20,7 +20,7 @@ namespace weft::http {
 
 CliParse parse_command_line(int argc, const char* const* argv) {
   CliOptions o;
-  CLI::App app{"weft: a static HTTP/1.1 file server on an M:N io_uring runtime", "weft"};
+  CLI::App app{"weft: a static HTTP/1.1 and HTTP/2 file server on an M:N io_uring runtime", "weft"};
   // The TLS library on the first line too: a build may link wolfSSL instead of OpenSSL.
   app.set_version_flag("-v,--version",
                        std::string{"weft "} + kWeftVersion + " (TLS: " + kTlsLibrary + ")");

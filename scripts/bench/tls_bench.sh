@@ -20,7 +20,8 @@
 # Usage: scripts/bench/tls_bench.sh [SECONDS] [ROUNDS] [LOADS]
 #   LOADS: "handshake ka-100 ka-64k" (default), a subset, or with h2-100 h2-64k h2-page.
 #   SERVERS="weft weft-epoll nginx" (default) picks servers, h2o among them for H2O 2.2.5 (one
-#   thread, the same certificate); WEFT=BINARY another weft build; WEFT_B=BINARY adds "weft-b".
+#   thread, the same certificate); WEFT=BINARY another weft build; WEFT_B=BINARY adds "weft-b",
+#   WEFT_B_SET="runtime.spin=0;io.backend=\"epoll\"" gives it other settings.
 #   CAP=FRACTION puts each server in a cgroup v1 cpu group of its own capped at that share of a
 #   core (e.g. 0.3), so that one client core saturates it: a handshake costs the client about
 #   what it costs the server, and a server below saturation spends CPU waiting (weft's idle
@@ -89,6 +90,15 @@ CONF
 weft_conf "${port[weft]}" io_uring > "$work/weft.toml"
 weft_conf "${port[weft-epoll]}" epoll > "$work/weft-epoll.toml"
 weft_conf "${port[weft-b]}" io_uring > "$work/weft-b.toml"
+# WEFT_B_SET="section.key=value;...": weft-b's settings that differ (an A/B of one setting
+# with WEFT_B=the same binary), each put under its section's header.
+IFS=';' read -ra sets <<<"${WEFT_B_SET:-}"
+for kv in "${sets[@]}"; do
+  section=${kv%%.*} rest=${kv#*.}
+  sed -i "/^${rest%%=*} = /d" "$work/weft-b.toml"  # keys are unique across this file's tables
+  grep -q "^\[$section\]" "$work/weft-b.toml" || printf '[%s]\n' "$section" >> "$work/weft-b.toml"
+  sed -i "/^\[$section\]/a ${rest%%=*} = ${rest#*=}" "$work/weft-b.toml"
+done
 mkdir -p "$work/nginx"
 cat > "$work/nginx/nginx.conf" <<CONF
 user nobody nogroup; daemon off; worker_processes 1; pid $work/nginx/nginx.pid;
