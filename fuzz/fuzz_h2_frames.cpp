@@ -151,7 +151,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   H2Wire wire{.token = &token, .wake = &wake, .draining = &draining};
   H2Session session(config, HeadOrigin{"weft", dates}, wire, work, service);
   if (!session.open()) std::abort();
-  std::string out;
+  SendBatch out;
   bool first = true;
   for (std::size_t at = 0; at < input.size(); at += piece) {
     const bool go_on =
@@ -162,7 +162,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       const int64_t n = session.produce(out, 1 << 20);
       if (n < 0) std::abort();  // nghttp2 refused its own output
       if (first && out.size() >= 9) {
-        if (out[3] != 4) std::abort();  // the server's SETTINGS come first
+        if (out.data()[3] != 4) std::abort();  // the server's SETTINGS come first
         first = false;
       }
       out.clear();

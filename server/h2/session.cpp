@@ -165,16 +165,16 @@ struct H2Callbacks {
                        nghttp2_data_source* source, void* user) {
     H2Session& h = self(user);
     auto& s = *static_cast<H2Stream*>(source->ptr);
-    std::string& out = *h.sink_;
+    SendBatch& out = *h.sink_;
     const std::size_t start = out.size();
-    out.append(reinterpret_cast<const char*>(framehd), 9);
-    out.resize(start + 9 + length);
-    char* into = out.data() + start + 9;
+    char* frame = out.extend(9 + length);
+    std::memcpy(frame, framehd, 9);
+    char* into = frame + 9;
     std::size_t filled = 0;
     while (filled < length) {
       const int64_t n = fill(h, s, into + filled, length - filled);
       if (n <= 0) {
-        out.resize(start);
+        out.truncate(start);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
       filled += static_cast<std::size_t>(n);
@@ -300,7 +300,7 @@ bool H2Session::feed(std::span<const char> bytes) {
   return go_on;
 }
 
-int64_t H2Session::produce(std::string& out, std::size_t limit) {
+int64_t H2Session::produce(SendBatch& out, std::size_t limit) {
   const std::size_t before = out.size();
   sink_ = &out;  // where send_data puts DATA frames, in order with the other frames
   while (out.size() < limit) {
@@ -311,7 +311,7 @@ int64_t H2Session::produce(std::string& out, std::size_t limit) {
       return -1;
     }
     if (n == 0) break;
-    out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+    out.append(data, static_cast<std::size_t>(n));
   }
   return static_cast<int64_t>(out.size() - before);
 }

@@ -45,6 +45,7 @@
 #include "runtime/clock.hpp"
 #include "server/core/config.hpp"
 #include "server/h2/response_fields.hpp"
+#include "server/h2/send_batch.hpp"
 #include "server/handler/connection_work.hpp"
 #include "server/handler/reply.hpp"
 #include "server/handler/response_head.hpp"
@@ -119,7 +120,7 @@ class H2Session {
 
   /// Appends what nghttp2 has to send to `out`, stopping once `out` holds `limit` bytes;
   /// returns the bytes appended (0: nothing more now), or -1 on a fatal error.
-  int64_t produce(std::string& out, std::size_t limit);
+  int64_t produce(SendBatch& out, std::size_t limit);
 
   /// Returns whether the session still reads or writes (false: the connection is done).
   bool active() const;
@@ -160,8 +161,8 @@ class H2Session {
   std::vector<H2Stream*> spare_;    // closed streams kept for reuse (at most kSpareStreams)
   std::vector<int32_t> ready_;      // streams whose request is complete, not yet answered
   ResponseFields response_;         // the fields of the response being submitted
-  std::string out_;                 // bytes to send, batched
-  std::string* sink_ = &out_;       // the batch produce() fills (send_data appends to it)
+  SendBatch out_;                   // bytes to send, batched
+  SendBatch* sink_ = &out_;         // the batch produce() fills (send_data appends to it)
   rt::TimePoint last_recv_{};
   unsigned window_updates_ = 0;  // WINDOW_UPDATEs since the last DATA frame sent
   bool calm_ = false;            // a flood was seen: GOAWAY ENHANCE_YOUR_CALM
