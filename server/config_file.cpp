@@ -630,8 +630,10 @@ Item read_item(const toml::table& t, std::string_view section,
   Item item;
   item.origin = where(o.source, t.source());
   for (auto&& [k, node] : t) {
+    // Named apart: clang before 16 cannot capture a structured binding.
+    const std::string_view name = k.str();
     auto it =
-        std::find_if(keys.begin(), keys.end(), [&](const auto& ik) { return ik.key == k.str(); });
+        std::find_if(keys.begin(), keys.end(), [&](const auto& ik) { return ik.key == name; });
     if (it == keys.end()) {
       throw ConfigError(
           fmt::format("{}: unknown key '{}.{}'", where(o.source, k.source()), section, k.str()));
