@@ -45,17 +45,7 @@ root=$work/www
 mkdir -p "$root" "$work/logs" && chmod 1777 "$work/logs"
 head -c 100 /dev/urandom | base64 -w0 | head -c 100 > "$root/100.txt"
 head -c 65536 /dev/urandom > "$root/64k.bin"
-mkdir -p "$root/page"
-python3 - "$root/page" > "$work/page-uris.txt" <<'PY'
-import os, random, sys
-rnd = random.Random(44)
-for i in range(60):
-    ext = ("html", "css", "js", "png", "jpg")[i % 5]
-    size = int(1000 * (100 ** rnd.random()))  # 1 KB .. 100 KB, log-uniform
-    with open(os.path.join(sys.argv[1], "f%02d.%s" % (i, ext)), "wb") as f:
-        f.write(os.urandom(size))
-    print("/page/f%02d.%s" % (i, ext))
-PY
+make_page "$root/page" > "$work/page-uris.txt"
 chmod -R a+rX "$root"
 # The certificate of the issue's targets: ECDSA P-256, self-signed, for 127.0.0.1.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
@@ -116,25 +106,7 @@ http {
   server { listen 127.0.0.1:${port[nginx]} ssl http2 backlog=4096; root $root; }
 }
 CONF
-cat > "$work/h2o.conf" <<CONF
-num-threads: 1
-user: nobody
-pid-file: $work/logs/h2o.pid
-error-log: $work/logs/h2o-error.log
-max-connections: 10000
-listen:
-  host: 127.0.0.1
-  port: ${port[h2o]}
-  ssl:
-    certificate-file: $work/cert.pem
-    key-file: $work/key.pem
-    minimum-version: TLSv1.3
-hosts:
-  "default":
-    paths:
-      "/":
-        file.dir: $root
-CONF
+h2o_tls_conf 127.0.0.1 "${port[h2o]}" "$root" "$work" > "$work/h2o.conf"
 
 groups=()
 capped() {  # server command...: runs it on core 0, in a capped group of its own with CAP
