@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
-#include <string_view>
 
 namespace weft::http {
 
@@ -35,11 +34,8 @@ class SendBatch {
   void clear() { size_ = 0; }
 
   const char* data() const { return data_.get(); }
-  char* data() { return data_.get(); }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  std::string_view view() const { return {data_.get(), size_}; }
-  std::size_t capacity() const { return cap_; }
 
  private:
   void grow(std::size_t need) {
