@@ -62,43 +62,12 @@ root=$work/www
 mkdir -p "$work/logs" && chmod 1777 "$work/logs"
 make_page "$root/page" > "$work/uris.txt"  # tls_bench.sh's h2-page files
 chmod -R a+rX "$root"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-  -subj /CN=$host -addext subjectAltName=IP:$host \
-  -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
-chmod 644 "$work/key.pem"
+make_cert $host "$work"
 
 declare -A port=([weft]=18601 [nginx]=18603 [h2o]=18605)
-cat > "$work/weft.toml" <<CONF
-[server]
-listen_tls = ["$host:${port[weft]}"]
-root = "$root"
-[tls]
-certificate = "$work/cert.pem"
-key = "$work/key.pem"
-protocols = ["TLSv1.3"]
-[runtime]
-processors = 1
-[log]
-level = "warn"
-error_log = "$work/logs/weft.log"
-access_log = "off"
-CONF
+weft_tls_conf $host "${port[weft]}" io_uring "$root" "$work" > "$work/weft.toml"
 mkdir -p "$work/nginx"
-cat > "$work/nginx/nginx.conf" <<CONF
-user nobody nogroup; daemon off; worker_processes 1; pid $work/nginx/nginx.pid;
-error_log $work/logs/nginx-error.log;
-events { worker_connections 1000; }
-http {
-  access_log off; sendfile on; tcp_nopush on; tcp_nodelay on;
-  client_body_temp_path $work/nginx/cb; proxy_temp_path $work/nginx/px;
-  fastcgi_temp_path $work/nginx/fc; uwsgi_temp_path $work/nginx/uw; scgi_temp_path $work/nginx/sc;
-  types { text/html html; text/css css; application/javascript js; image/png png;
-          image/jpeg jpg; }
-  ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
-  ssl_protocols TLSv1.3; ssl_ecdh_curve X25519;
-  server { listen $host:${port[nginx]} ssl http2; root $root; }
-}
-CONF
+nginx_tls_conf $host "${port[nginx]}" "$root" "$work" > "$work/nginx/nginx.conf"
 h2o_tls_conf $host "${port[h2o]}" "$root" "$work" > "$work/h2o.conf"
 
 in_ns() { ip netns exec "$ns" taskset -c 0 "$@" & }

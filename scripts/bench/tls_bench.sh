@@ -48,34 +48,11 @@ head -c 65536 /dev/urandom > "$root/64k.bin"
 make_page "$root/page" > "$work/page-uris.txt"
 chmod -R a+rX "$root"
 # The certificate of the issue's targets: ECDSA P-256, self-signed, for 127.0.0.1.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-  -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-  -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
-chmod 644 "$work/key.pem"
+make_cert 127.0.0.1 "$work"
 
 declare -A port=([weft]=18301 [weft-epoll]=18302 [nginx]=18303 [weft-b]=18304 [h2o]=18305)
 weft_conf() {  # port backend
-  cat <<CONF
-[server]
-listen_tls = ["127.0.0.1:$1"]
-root = "$root"
-backlog = 4096
-[tls]
-certificate = "$work/cert.pem"
-key = "$work/key.pem"
-protocols = ["TLSv1.3"]
-[runtime]
-processors = 1
-[io]
-backend = "$2"
-[limits]
-max_connections = 4000
-max_requests_per_connection = 1000000
-[log]
-level = "warn"
-error_log = "$work/logs/weft-$1.log"
-access_log = "off"
-CONF
+  weft_tls_conf 127.0.0.1 "$1" "$2" "$root" "$work"
 }
 weft_conf "${port[weft]}" io_uring > "$work/weft.toml"
 weft_conf "${port[weft-epoll]}" epoll > "$work/weft-epoll.toml"
@@ -90,22 +67,7 @@ for kv in "${sets[@]}"; do
   sed -i "/^\[$section\]/a ${rest%%=*} = ${rest#*=}" "$work/weft-b.toml"
 done
 mkdir -p "$work/nginx"
-cat > "$work/nginx/nginx.conf" <<CONF
-user nobody nogroup; daemon off; worker_processes 1; pid $work/nginx/nginx.pid;
-error_log $work/logs/nginx-error.log; worker_rlimit_nofile 20000;
-events { worker_connections 10000; }
-http {
-  access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_requests 1000000;
-  open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;
-  client_body_temp_path $work/nginx/cb; proxy_temp_path $work/nginx/px;
-  fastcgi_temp_path $work/nginx/fc; uwsgi_temp_path $work/nginx/uw; scgi_temp_path $work/nginx/sc;
-  types { text/plain txt; application/octet-stream bin; text/html html; text/css css;
-          application/javascript js; image/png png; image/jpeg jpg; }
-  ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
-  ssl_protocols TLSv1.3; ssl_ecdh_curve X25519;
-  server { listen 127.0.0.1:${port[nginx]} ssl http2 backlog=4096; root $root; }
-}
-CONF
+nginx_tls_conf 127.0.0.1 "${port[nginx]}" "$root" "$work" > "$work/nginx/nginx.conf"
 h2o_tls_conf 127.0.0.1 "${port[h2o]}" "$root" "$work" > "$work/h2o.conf"
 
 groups=()
