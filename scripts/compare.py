@@ -1491,7 +1491,10 @@ def sweep(a, weft_load, servers, rows, tmp, conditions):
         r15 = nice_rate(r15)
         log("target round: 1.5x NGINX's saturation rate = %g sessions/s" % r15)
         run_round(a, weft_load, servers, r15, index, rows, tmp, "target")
-    return probes, summarize(collapse(rows), names, r15)
+    summary = summarize(collapse(rows), names, r15)
+    summary["reach"]["transient_below"] = transient_bound(
+        summary["reach"]["S_sessions_per_s"], a.duration, a.timeout)
+    return probes, summary
 
 
 def measured(rows):
@@ -1523,6 +1526,17 @@ def reach_rate(rows, names, rates):
     if not s or max(rates) >= 0.98 * REACH * s:
         return None
     return min(nice_rate(REACH * s, up=True), MAX_RATE)
+
+
+def transient_bound(s, duration, timeout):
+    """The offered rate under which a run of `duration` s is too short to show a server that
+    queues every connection failing, or None without an S. Why: at x * S offered and S served,
+    the listen queue's wait grows by (x - 1) s every second, so it passes the clients'
+    `timeout` only after timeout / (x - 1) s; under (1 + 2 * timeout / duration) * S that is
+    past the middle of the run, and the row's failures are the overload's transient, not its
+    steady state (6 s runs with a 2 s timeout showed NGINX failing 0% at 1.33 S, 20 s runs
+    36%: docs/benchmarks.md, "Runs long enough to see the queue")."""
+    return s * (1 + 2.0 * timeout / duration) if s else None
 
 
 def reach(rows, names):
@@ -1856,6 +1870,13 @@ def notes(names, summary, cap):
                    "rate / S: %s." % (rc["reference"], rc["S_sessions_per_s"], ", ".join(
                        "%s %s" % (n, "-" if x is None else "%.2fx" % x)
                        for n, x in rc["top_valid_x"].items())))
+    below = rc.get("transient_below")
+    if below and rc["S_sessions_per_s"]:
+        out.append("- transient rows: under %.0f sessions/s (%.2fx S) a run this short ends "
+                   "before a server that queues every connection has made its clients wait "
+                   "past their timeout for half the run; there its failure share understates "
+                   "the overload (longer --duration moves this bound towards S)."
+                   % (below, below / rc["S_sessions_per_s"]))
     if "nginx-abort" in names:
         out.append("- nginx-abort: NGINX with %s=%s during its runs only." % TUNED_SYSCTL)
     return out

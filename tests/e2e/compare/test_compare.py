@@ -90,6 +90,19 @@ class CompareQuick(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(self.out, "summary.md")))
         self.assertTrue(os.listdir(os.path.join(self.out, "loadgen")))
 
+    def test_summary_bounds_the_transient_rows(self):
+        with open(os.path.join(self.out, "runs.json")) as f:
+            rc = json.load(f)["summary"]["reach"]
+        with open(os.path.join(self.out, "summary.md")) as f:
+            text = f.read()
+        if rc["S_sessions_per_s"] is None:  # no rate under 1% errors: nothing to bound
+            self.assertIsNone(rc["transient_below"])
+            self.assertNotIn("transient rows", text)
+        else:  # --quick: 1 s runs, 1 s timeout
+            self.assertAlmostEqual(rc["transient_below"], 3 * rc["S_sessions_per_s"])
+            self.assertIn("transient rows: under %.0f sessions/s (3.00x S)"
+                          % rc["transient_below"], text)
+
     @unittest.skipUnless(shutil.which("gnuplot"), "gnuplot is not installed")
     def test_plots_are_png_and_svg(self):
         for name in ("throughput", "errors", "p99", "overload"):
@@ -183,6 +196,18 @@ class CompareUsage(unittest.TestCase):
         for opt in ("--quick", "--nginx-only", "--rates", "--calls", "--access-log",
                     "--server-cpu", "--tuned-nginx"):
             self.assertIn(opt, r.stdout)
+
+
+class TransientBound(unittest.TestCase):
+    """compare.transient_bound alone: the rate under which a run is too short for a queue."""
+
+    def test_bound_follows_duration_and_timeout(self):
+        sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
+        import compare as harness  # the module; compare() above runs it as a program
+        self.assertAlmostEqual(harness.transient_bound(1800, 6, 2), 3000)  # 1.67 S
+        self.assertAlmostEqual(harness.transient_bound(1800, 20, 2), 2160)  # 1.2 S
+        self.assertAlmostEqual(harness.transient_bound(1800, 20, 5), 2700)  # 1.5 S
+        self.assertIsNone(harness.transient_bound(None, 6, 2))
 
 
 if __name__ == "__main__":
