@@ -1534,7 +1534,7 @@ def transient_bound(s, duration, timeout):
     the listen queue's wait grows by (x - 1) s every second, so it passes the clients'
     `timeout` only after timeout / (x - 1) s; under (1 + 2 * timeout / duration) * S that is
     past the middle of the run, and the row's failures are the overload's transient, not its
-    steady state (6 s runs with a 2 s timeout showed NGINX failing 0% at 1.33 S, 20 s runs
+    steady state (6 s runs with a 2 s timeout showed NGINX failing 0.3% at 1.33 S, 20 s runs
     36%: docs/benchmarks.md, "Runs long enough to see the queue")."""
     return s * (1 + 2.0 * timeout / duration) if s else None
 
@@ -1856,7 +1856,8 @@ def target_table(summary):
 
 
 def notes(names, summary, cap):
-    """The lines under the tables: the cap, invalid rows, the sweep's reach, nginx-abort."""
+    """The lines under the tables: the cap, invalid rows, the sweep's reach, the transient
+    rows, nginx-abort."""
     out = ["", "- %s." % cap_text(cap)]
     if summary["invalid_rows"]:
         out.append("- ! = invalid row (%d): weft-load used more than %.0f%% of its cores, "
