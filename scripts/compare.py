@@ -1491,10 +1491,7 @@ def sweep(a, weft_load, servers, rows, tmp, conditions):
         r15 = nice_rate(r15)
         log("target round: 1.5x NGINX's saturation rate = %g sessions/s" % r15)
         run_round(a, weft_load, servers, r15, index, rows, tmp, "target")
-    summary = summarize(collapse(rows), names, r15)
-    summary["reach"]["transient_below"] = transient_bound(
-        summary["reach"]["S_sessions_per_s"], a.duration, a.timeout)
-    return probes, summary
+    return probes, summarize(collapse(rows), names, r15, a)
 
 
 def measured(rows):
@@ -1539,14 +1536,16 @@ def transient_bound(s, duration, timeout):
     return s * (1 + 2.0 * timeout / duration) if s else None
 
 
-def reach(rows, names):
-    """How far the valid rows got, as multiples of S: for the summary."""
+def reach(rows, names, a):
+    """How far the valid rows got, as multiples of S, and under which rate a run of
+    a.duration s with a.timeout s clients shows only the transient: for the summary."""
     ref, s = reference(rows, names)
     top = {}
     for n in names:
         mine = [r["offered_sessions_per_s"] for r in valid(rows) if r["server"] == n]
         top[n] = max(mine) if mine else None
     return {"reference": ref, "S_sessions_per_s": s, "wanted_x": REACH,
+            "transient_below": transient_bound(s, a.duration, a.timeout),
             "top_valid_sessions_per_s": top,
             "top_valid_x": {n: round(t / s, 2) if t and s else None for n, t in top.items()}}
 
@@ -1578,10 +1577,10 @@ def target_rate(rows, names):
     return 1.5 * sat["offered_sessions_per_s"] if sat else None
 
 
-def summarize(rows, names, r15):
+def summarize(rows, names, r15, a):
     """Saturation of each server, CPU per reply, the figures at rate r15 (1.5x NGINX's
-    saturation rate), the reach of the sweep and the three targets of the issue (reported, not
-    asserted); valid rows only."""
+    saturation rate), the reach of the sweep (with the options `a`: the runs' duration and
+    timeout) and the three targets of the issue (reported, not asserted); valid rows only."""
     sat = {n: saturation(rows, n) for n in names}
     cpu = {}
     for n in names:
@@ -1590,7 +1589,7 @@ def summarize(rows, names, r15):
                and r["reply_rate"] >= 0.95 * r["offered_requests_per_s"]]
         cpu[n] = statistics.median(eff) if eff else None
     summary = {"saturation": sat, "cpu_us_per_reply_unsaturated_median": cpu,
-               "reach": reach(rows, names),
+               "reach": reach(rows, names, a),
                "invalid_rows": len(measured(rows)) - len(valid(rows))}
     if r15:
         summary["rate_1_5x_nginx"] = r15
@@ -1871,8 +1870,8 @@ def notes(names, summary, cap):
                    "rate / S: %s." % (rc["reference"], rc["S_sessions_per_s"], ", ".join(
                        "%s %s" % (n, "-" if x is None else "%.2fx" % x)
                        for n, x in rc["top_valid_x"].items())))
-    below = rc.get("transient_below")
-    if below and rc["S_sessions_per_s"]:
+    below = rc["transient_below"]
+    if below:
         out.append("- transient rows: under %.0f sessions/s (%.2fx S) a run this short ends "
                    "before a server that queues every connection has made its clients wait "
                    "past their timeout for half the run; there its failure share understates "
